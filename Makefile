@@ -1,0 +1,38 @@
+# The two commands a fresh clone needs: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export GRADIO_ANALYTICS_ENABLED := False
+
+.PHONY: install run test lint typecheck unit clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install -e '.[all]'
+	touch $(STAMP)
+
+run: install
+	$(VENV)/bin/silicon-friend web
+
+lint: install
+	$(VENV)/bin/ruff check memory_bank silicon_friend finetune scripts tests
+	$(VENV)/bin/ruff format --check memory_bank
+
+typecheck: install
+	$(VENV)/bin/mypy
+
+test: lint typecheck
+	$(PY) -m pytest
+
+# Fast loop while developing: unit tests only.
+unit: install
+	$(PY) -m pytest -m "not integration and not browser" -q
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,241 @@
+"""LoRA supervised fine-tuning of any causal LM on dialog data: the one training entry point.
+
+::
+
+    python -m finetune.sft --config configs/finetune/smoke.yaml [--max_steps 5] [--output_dir DIR] [--merge]
+
+Per-model settings (prompt format, LoRA target modules, precision) live in ``configs/finetune/*.yaml``;
+see :mod:`finetune.config`. The run uses transformers' ``Trainer`` with a peft ``LoraConfig``: it is
+seeded, holds out a validation split and reports its loss, saves checkpoints (resume with
+``--resume_from_checkpoint DIR`` or ``true``), and writes into ``output_dir``:
+
+* ``adapter/``: the PEFT adapter (``adapter_config.json`` + weights, loadable with
+  ``PeftModel.from_pretrained``), the tokenizer, and ``finetune.json`` (base model, prompt format);
+* ``merged/`` with ``--merge``: the base model with the adapter merged in;
+* ``metrics.json``: loss curves, eval loss and perplexity, time, peak memory, config, versions, commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from finetune.config import SFTConfig, load_config
+from finetune.data import CausalLMCollator, TokenStats, load_files, split_train_validation, tokenize_conversations
+from finetune.errors import FinetuneError
+from finetune.formats import Conversation, get_format
+from finetune.models import load_causal_lm, load_tokenizer, require, resolve_model_path
+from finetune.runinfo import git_commit, machine, package_versions, peak_memory_mb, write_json
+
+logger = logging.getLogger(__name__)
+
+ADAPTER_METADATA = "finetune.json"
+
+
+@dataclass
+class SFTResult:
+    """Where a run wrote its outputs, its metrics, and the trained model (merged when ``merge``)."""
+
+    output_dir: Path
+    adapter_dir: Path
+    merged_dir: Path | None
+    metrics: dict[str, Any]
+    model: Any = field(repr=False, default=None)
+
+
+@dataclass
+class PreparedData:
+    train: list[dict[str, list[int]]]
+    validation: list[dict[str, list[int]]]
+    validation_conversations: list[Conversation]
+    train_stats: TokenStats
+    validation_stats: TokenStats
+
+
+def prepare_data(config: SFTConfig, tokenizer: Any) -> PreparedData:
+    """Read, split (seeded) and tokenise the dialogs named by ``config``."""
+    conversations = load_files(config.resolved_files("train"), config.system_prompt)
+    if config.validation_files:
+        train, validation = conversations, load_files(config.resolved_files("validation"), config.system_prompt)
+    else:
+        train, validation = split_train_validation(conversations, config.validation_split, config.seed)
+    if config.max_train_samples:
+        train = train[: config.max_train_samples]
+    fmt = get_format(config.format)
+    supervise = "all" if config.train_on == "all_turns" else "last"
+    train_features, train_stats = tokenize_conversations(train, fmt, tokenizer, config.max_length, supervise)
+    val_features, val_stats = tokenize_conversations(validation, fmt, tokenizer, config.max_length, supervise)
+    if not train_features:
+        raise FinetuneError("no training example left after tokenisation; raise max_length")
+    logger.info(
+        "%d training and %d validation dialogs; %d supervised of %d training tokens",
+        train_stats.examples, val_stats.examples, train_stats.supervised_tokens, train_stats.tokens,
+    )
+    return PreparedData(train_features, val_features, list(validation), train_stats, val_stats)
+
+
+def precision_flags(precision: str) -> dict[str, bool]:
+    """``bf16``/``fp16`` TrainingArguments for a precision name; ``auto`` picks bf16 on a capable GPU."""
+    torch = require("torch")
+    if precision == "auto":
+        precision = "bf16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "fp32"
+    return {"bf16": precision == "bf16", "fp16": precision == "fp16"}
+
+
+def training_arguments(config: SFTConfig, has_validation: bool) -> Any:
+    transformers = require("transformers")
+    eval_strategy = config.eval_strategy if has_validation else "no"
+    return transformers.TrainingArguments(
+        output_dir=config.output_dir,
+        num_train_epochs=config.num_train_epochs,
+        max_steps=config.max_steps,
+        per_device_train_batch_size=config.per_device_train_batch_size,
+        per_device_eval_batch_size=config.per_device_eval_batch_size,
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
+        learning_rate=config.learning_rate,
+        lr_scheduler_type=config.lr_scheduler_type,
+        warmup_steps=config.warmup_ratio,
+        weight_decay=config.weight_decay,
+        max_grad_norm=config.max_grad_norm,
+        gradient_checkpointing=config.gradient_checkpointing,
+        gradient_checkpointing_kwargs={"use_reentrant": False} if config.gradient_checkpointing else None,
+        logging_steps=config.logging_steps,
+        logging_first_step=True,
+        eval_strategy=eval_strategy,
+        eval_steps=config.eval_steps,
+        save_strategy=config.save_strategy,
+        save_steps=config.save_steps,
+        save_total_limit=config.save_total_limit,
+        seed=config.seed,
+        data_seed=config.seed,
+        report_to=config.report_to or "none",
+        disable_tqdm=config.disable_tqdm,
+        dataloader_num_workers=config.dataloader_num_workers,
+        remove_unused_columns=False,
+        label_names=["labels"],
+        **precision_flags(config.precision),
+    )
+
+
+def build_peft_model(config: SFTConfig, model_path: str) -> Any:
+    peft = require("peft")
+    model = load_causal_lm(
+        model_path, "bfloat16" if config.torch_dtype == "auto" and precision_flags(config.precision)["bf16"]
+        else config.torch_dtype, config.trust_remote_code,
+    )
+    if config.gradient_checkpointing:
+        model.config.use_cache = False
+    lora = peft.LoraConfig(
+        task_type="CAUSAL_LM",
+        r=config.lora.r,
+        lora_alpha=config.lora.alpha,
+        lora_dropout=config.lora.dropout,
+        target_modules=config.lora.target_modules,
+        bias=config.lora.bias,
+        modules_to_save=config.lora.modules_to_save,
+    )
+    try:
+        model = peft.get_peft_model(model, lora)
+    except ValueError as e:  # peft names the missing target modules
+        raise FinetuneError(f"cannot apply LoRA to {model_path}: {e}; check lora.target_modules") from e
+    trainable, total = model.get_nb_trainable_parameters()
+    logger.info("LoRA r=%d: %d trainable of %d parameters (%.3f%%)", config.lora.r, trainable, total, 100 * trainable / total)
+    return model
+
+
+def _curves(log_history: list[dict[str, Any]]) -> dict[str, list[dict[str, float]]]:
+    train = [{"step": e["step"], "loss": e["loss"], "learning_rate": e.get("learning_rate")} for e in log_history if "loss" in e]
+    evals = [{"step": e["step"], "loss": e["eval_loss"]} for e in log_history if "eval_loss" in e]
+    return {"train_loss": train, "eval_loss": evals}
+
+
+def run_sft(config: SFTConfig) -> SFTResult:
+    """Train a LoRA adapter as ``config`` says and write adapter, metrics and (optionally) a merged model."""
+    transformers = require("transformers")
+    started = time.perf_counter()
+    transformers.set_seed(config.seed)
+    output_dir = Path(config.output_dir)
+    model_path = resolve_model_path(config.model_name_or_path)
+    tokenizer = load_tokenizer(model_path, config.trust_remote_code)
+    data = prepare_data(config, tokenizer)
+    model = build_peft_model(config, model_path)
+    trainer = transformers.Trainer(
+        model=model,
+        args=training_arguments(config, bool(data.validation)),
+        train_dataset=data.train,
+        eval_dataset=data.validation or None,
+        data_collator=CausalLMCollator(tokenizer.pad_token_id),
+        processing_class=tokenizer,
+    )
+    train_output = trainer.train(resume_from_checkpoint=config.resume_from_checkpoint)
+    eval_metrics = trainer.evaluate() if data.validation else {}
+
+    adapter_dir = output_dir / "adapter"
+    model.save_pretrained(adapter_dir)
+    tokenizer.save_pretrained(adapter_dir)
+    write_json(adapter_dir / ADAPTER_METADATA, {
+        "base_model": config.model_name_or_path, "base_model_path": model_path, "format": config.format,
+        "system_prompt": config.system_prompt, "trust_remote_code": config.trust_remote_code,
+    })
+    merged_dir = None
+    if config.merge:
+        merged_dir = output_dir / "merged"
+        model = model.merge_and_unload()
+        model.save_pretrained(merged_dir)
+        tokenizer.save_pretrained(merged_dir)
+        logger.info("saved the merged model in %s", merged_dir)
+
+    eval_loss = eval_metrics.get("eval_loss")
+    metrics = {
+        "model": config.model_name_or_path,
+        "steps": trainer.state.global_step,
+        "epochs": trainer.state.epoch,
+        "train_loss": train_output.training_loss,
+        "eval_loss": eval_loss,
+        "eval_perplexity": math.exp(eval_loss) if eval_loss is not None and eval_loss < 50 else None,
+        "curves": _curves(trainer.state.log_history),
+        "data": {"train": asdict(data.train_stats), "validation": asdict(data.validation_stats)},
+        "train_runtime_s": train_output.metrics.get("train_runtime"),
+        "total_time_s": round(time.perf_counter() - started, 2),
+        "seconds_per_step": train_output.metrics.get("train_runtime", 0) / max(trainer.state.global_step, 1),
+        "memory": peak_memory_mb(),
+        "config": config.model_dump(mode="json"),
+        "versions": package_versions(),
+        "git_commit": git_commit(),
+        "machine": machine(),
+    }
+    write_json(output_dir / "metrics.json", metrics)
+    logger.info("adapter saved in %s; eval loss %s; metrics in %s", adapter_dir, eval_loss, output_dir / "metrics.json")
+    return SFTResult(output_dir, adapter_dir, merged_dir, metrics, model)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m finetune.sft",
+        description="LoRA fine-tuning of a causal LM on dialogs. Any config key can be overridden: --key value.",
+    )
+    parser.add_argument("--config", required=True, help="YAML file, e.g. configs/finetune/smoke.yaml")
+    parser.add_argument("--print_config", action="store_true", help="print the resolved config and exit")
+    args, overrides = parser.parse_known_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = load_config(args.config, overrides)
+        if args.print_config:
+            sys.stdout.write(config.model_dump_json(indent=2) + "\n")
+            return 0
+        run_sft(config)
+    except FinetuneError as e:
+        logger.error("%s", e)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,536 @@
+"""The :class:`MemoryBank` facade: one object that owns the store, the encoder, the per-user
+indexes, forgetting and the clock.
+
+>>> from memory_bank import MemoryBank
+>>> bank = MemoryBank.open("/tmp/mb-doc", encoder="hashing")          # doctest: +SKIP
+>>> bank.add_turn("Emily", "I adopted a cat named Miso.", "What a lovely name!", at="2023-05-04T18:00")
+>>> [r.memory.text for r in bank.search("Emily", "what is my cat called?", k=1)]
+['I adopted a cat named Miso.\\nWhat a lovely name!']
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+import threading
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memory_bank import forgetting
+from memory_bank.config import MemoryBankConfig, load_config
+from memory_bank.embeddings import Encoder, get_encoder
+from memory_bank.errors import InvalidInputError, MemoryNotFoundError, UserNotFoundError
+from memory_bank.index import PartitionCache
+from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind, SearchResult
+from memory_bank.retrieval import rank
+from memory_bank.storage import SQLiteStorage, Storage, UserRecord, VectorBatch
+from memory_bank.text import parse_day, parse_time, validate_user
+
+logger = logging.getLogger(__name__)
+
+Clock = Callable[[], dt.datetime]
+When = dt.datetime | dt.date | str | None
+
+#: Longest message accepted (characters); longer text is an input error, not a silent cut.
+MAX_TEXT = 1_000_000
+
+
+def _as_datetime(value: When, clock: Clock) -> dt.datetime:
+    if value is None:
+        return clock()
+    if isinstance(value, dt.datetime):
+        return value
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day)
+    return parse_time(value)
+
+
+def _as_date(value: When, clock: Clock) -> dt.date:
+    if isinstance(value, str):
+        return dt.date.fromisoformat(parse_day(value, "now"))
+    return _as_datetime(value, clock).date()
+
+
+def _check_text(value: object, what: str, *, allow_empty: bool = False) -> str:
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be text, got {type(value).__name__}")
+    if not allow_empty and not value.strip():
+        raise InvalidInputError(f"{what} is empty; give some text")
+    if len(value) > MAX_TEXT:
+        raise InvalidInputError(f"{what} is {len(value):,} characters; the limit is {MAX_TEXT:,}")
+    if "\x00" in value:
+        raise InvalidInputError(f"{what} contains a NUL character; remove it")
+    return value
+
+
+def turn_text(query: str, response: str) -> str:
+    """The text a turn is indexed and shown by."""
+    return f"{query}\n{response}" if response else query
+
+
+@dataclasses.dataclass
+class ForgetReport:
+    """What a forgetting pass did, per user."""
+
+    now: str
+    mode: str
+    examined: int = 0
+    forgotten: list[str] = dataclasses.field(default_factory=list)
+    action: str = "archive"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class MemoryBank:
+    """Long-term memory for a chatbot: three layers per user, hybrid retrieval, forgetting.
+
+    Args:
+        config: a :class:`MemoryBankConfig` (or build one from keyword ``overrides``).
+        storage: a :class:`Storage` (default: SQLite in ``config.store``).
+        encoder: an :class:`Encoder` instance, overriding the configured encoder.
+        clock: returns "now"; inject a fixed clock to replay history or test forgetting.
+
+    Example::
+
+        bank = MemoryBank.open("./memories", language="en")
+        bank.add_turn("Emily", "I went to the museum today.", "How was it?")
+        for hit in bank.search("Emily", "Which museum did I visit?", k=2):
+            print(hit.memory.date, hit.score, hit.memory.text)
+    """
+
+    def __init__(
+        self,
+        config: MemoryBankConfig | None = None,
+        *,
+        storage: Storage | None = None,
+        encoder: Encoder | None = None,
+        clock: Clock | None = None,
+        **overrides: Any,
+    ) -> None:
+        self.config = config if config is not None else load_config(None, **overrides)
+        if config is not None and overrides:
+            self.config = load_config(None, **{**config.model_dump(), **overrides})
+        self.storage: Storage = storage if storage is not None else SQLiteStorage(self.config.store)
+        self._encoder = encoder
+        self.clock: Clock = clock or dt.datetime.now
+        self._cache = PartitionCache(
+            loader=self._load_vectors,
+            state=self._user_state,
+            dim=lambda: self.encoder.dim,
+            max_users=self.config.max_cached_users,
+        )
+        self._forget_lock = threading.Lock()
+
+    @classmethod
+    def open(
+        cls, store: str | Path, *, config_file: str | Path | None = None, **overrides: Any
+    ) -> MemoryBank:
+        """Open (or create) the bank stored in directory ``store``."""
+        clock = overrides.pop("clock", None)
+        encoder = overrides.pop("encoder_instance", None)
+        return cls(load_config(config_file, store=str(store), **overrides), clock=clock, encoder=encoder)
+
+    def close(self) -> None:
+        self.storage.close()
+
+    def __enter__(self) -> MemoryBank:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- encoder ------------------------------------------------------------------------------
+    @property
+    def encoder(self) -> Encoder:
+        """The encoder, loaded on first use (opening a bank loads no model)."""
+        if self._encoder is None:
+            self._encoder = get_encoder(self.config.encoder_for())
+        return self._encoder
+
+    @property
+    def encoder_name(self) -> str:
+        return self._encoder.name if self._encoder is not None else self.config.encoder_for()
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.encoder.encode(list(texts))
+
+    # -- users --------------------------------------------------------------------------------
+    def users(self) -> list[str]:
+        return [u.name for u in self.storage.list_users()]
+
+    def user(self, name: str, *, create: bool = False) -> UserRecord:
+        """The user record for ``name``: exact match first, then ignoring surrounding spaces."""
+        validate_user(name)
+        rec = self.storage.get_user(name)
+        if rec is None and name != name.strip():
+            rec = self.storage.get_user(name.strip())
+        if rec is None:
+            stripped = name.strip()
+            matches = [u for u in self.storage.list_users() if u.name.strip() == stripped]
+            if len(matches) == 1:
+                rec = matches[0]
+        if rec is None:
+            if not create:
+                raise UserNotFoundError(
+                    f"no memories for user {name!r}; known users: {', '.join(self.users()[:10]) or 'none'}"
+                )
+            rec = self.storage.ensure_user(name)
+        return rec
+
+    def has_user(self, name: str) -> bool:
+        try:
+            self.user(name)
+        except UserNotFoundError:
+            return False
+        return True
+
+    def delete_user(self, name: str) -> int:
+        """Delete a user and every memory, summary, portrait and vector of theirs. Returns the count."""
+        rec = self.user(name)
+        n = self.storage.delete_user(rec.id)
+        self._cache.drop(rec.id)
+        logger.info("deleted user %r (%d memories)", rec.name, n)
+        return n
+
+    def _user_state(self, user_id: int) -> tuple[int, int]:
+        return self.storage.user_state(user_id)
+
+    def _load_vectors(self, user_id: int, after_rowid: int) -> VectorBatch:
+        return self.storage.vectors(user_id, self.encoder_name, RETRIEVABLE_KINDS, after_rowid)
+
+    # -- writing ------------------------------------------------------------------------------
+    def add_turn(self, user: str, query: str, response: str = "", *, at: When = None) -> Memory:
+        """Store one dialog turn with the time it happened (default: now); searchable at once."""
+        validate_user(user)
+        _check_text(query, "query")
+        _check_text(response, "response", allow_empty=True)
+        when = _as_datetime(at, self.clock)
+        day = when.date().isoformat()
+        text = turn_text(query, response)
+        vector = self._embed([text])[0]
+        rec = self.user(user, create=True)
+        memory = Memory(
+            memory_id=f"{rec.name}_{day}_{{turn}}",
+            user=rec.name,
+            kind=MemoryKind.TURN,
+            date=day,
+            text=text,
+            query=query,
+            response=response,
+            timestamp=when.isoformat(timespec="seconds"),
+        )
+        memory = self.storage.add_turn(rec.id, memory, vector, self.encoder_name)
+        # The day's summaries no longer cover every turn of it.
+        self.storage.mark_stale(rec.id, [MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY], [day])
+        return memory
+
+    def add_memories(
+        self,
+        user: str,
+        memories: Sequence[Memory],
+        *,
+        batch_size: int = 256,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[int]:
+        """Bulk insert prepared memories (e.g. an import), embedding the retrievable ones in batches."""
+        rec = self.user(user, create=True)
+        rowids: list[int] = []
+        for start in range(0, len(memories), batch_size):
+            chunk = list(memories[start : start + batch_size])
+            for m in chunk:
+                m.user = rec.name
+            retrievable = [m for m in chunk if m.kind in RETRIEVABLE_KINDS]
+            others = [m for m in chunk if m.kind not in RETRIEVABLE_KINDS]
+            if retrievable:
+                vecs = self._embed([m.text for m in retrievable])
+                rowids += self.storage.add_memories(rec.id, retrievable, vecs, self.encoder_name)
+            if others:
+                rowids += self.storage.add_memories(rec.id, others, None, self.encoder_name)
+            if progress:
+                progress(len(chunk))
+        return rowids
+
+    def set_layer(
+        self,
+        user: str,
+        kind: MemoryKind,
+        text: str,
+        *,
+        date: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> Memory:
+        """Create or replace a summary layer: a daily summary/personality (``date`` needed) or a
+        global summary/portrait. Daily summaries are indexed for retrieval."""
+        if kind is MemoryKind.TURN:
+            raise InvalidInputError("use add_turn() for dialog turns")
+        _check_text(text, f"{kind.value} text", allow_empty=True)
+        rec = self.user(user, create=True)
+        if kind.is_global:
+            day = date or self.clock().date().isoformat()
+            suffix = "overall_history" if kind is MemoryKind.GLOBAL_SUMMARY else "overall_personality"
+            memory_id = f"{rec.name}_{suffix}"
+        else:
+            if date is None:
+                raise InvalidInputError(f"a {kind.value} needs the date it summarises (YYYY-MM-DD)")
+            day = parse_day(date)
+            memory_id = f"{rec.name}_{day}_{'summary' if kind is MemoryKind.DAILY_SUMMARY else 'personality'}"
+        memory = Memory(memory_id=memory_id, user=rec.name, kind=kind, date=day, text=text, extra=extra or {})
+        vector = self._embed([text])[0] if kind in RETRIEVABLE_KINDS and text.strip() else None
+        return self.storage.upsert_memory(rec.id, memory, vector, self.encoder_name)
+
+    def delete_memory(self, user: str, memory_id: str) -> Memory:
+        """Delete one memory and mark the summaries that may quote it stale (to be regenerated)."""
+        rec = self.user(user)
+        target = self._find(rec, memory_id)
+        self.storage.delete_memories(rec.id, [target.rowid or 0])
+        if target.kind is MemoryKind.TURN:
+            self.storage.mark_stale(
+                rec.id, [MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY], [target.date]
+            )
+        if not target.kind.is_global:
+            self.storage.mark_stale(rec.id, [MemoryKind.GLOBAL_SUMMARY, MemoryKind.GLOBAL_PORTRAIT], None)
+        return target
+
+    def _find(self, rec: UserRecord, memory_id: str) -> Memory:
+        for m in self.storage.memories(rec.id):
+            if m.memory_id == memory_id:
+                return m
+        raise MemoryNotFoundError(f"user {rec.name!r} has no memory with id {memory_id!r}")
+
+    # -- reading ------------------------------------------------------------------------------
+    def search(
+        self,
+        user: str,
+        query: str,
+        k: int | None = None,
+        *,
+        now: When = None,
+        reinforce: bool = False,
+        kinds: Iterable[MemoryKind] | None = None,
+    ) -> list[SearchResult]:
+        """The ``k`` memories of ``user`` most related to ``query``, best first.
+
+        With ``reinforce=True`` the returned memories are recalled: strength +1, last recall = now.
+        """
+        _check_text(query, "query")
+        k = self.config.retrieval.top_k if k is None else int(k)
+        if k < 1:
+            raise InvalidInputError(f"k must be at least 1, got {k}")
+        rec = self.user(user)
+        today = _as_date(now, self.clock)
+        self._daily_forget(rec, today)
+        part = self._cache.get(rec.id)
+        if len(part) == 0:
+            return []
+        allowed = None
+        if kinds is not None:
+            allowed = frozenset(k_.value for k_ in kinds)
+        elif not self.config.retrieval.include_summaries:
+            allowed = frozenset({MemoryKind.TURN.value})
+        qvec = self._embed([query])[0]
+        with part.lock:
+            ranked = rank(part, query, qvec, k, self.config.retrieval, now=today, allowed_kinds=allowed)
+            rowids = part.rowids[ranked.positions].tolist()
+        by_row = {m.rowid: m for m in self.storage.memories(rec.id, rowids=rowids)}
+        results = []
+        for rowid, score in zip(rowids, ranked.scores.tolist(), strict=True):
+            m = by_row.get(rowid)
+            if m is None or m.archived:  # deleted or forgotten by another process meanwhile
+                continue
+            results.append(SearchResult(m, score, self._retention([m], today)[0]))
+        if reinforce and results:
+            self.reinforce(
+                rec.name,
+                [r.memory.memory_id for r in results],
+                now=today,
+                _memories=[r.memory for r in results],
+            )
+        return results
+
+    def reinforce(
+        self,
+        user: str,
+        memory_ids: Sequence[str],
+        *,
+        now: When = None,
+        _memories: Sequence[Memory] | None = None,
+    ) -> None:
+        """Recall memories (paper §2.3): strength +1 and the forgetting clock restarts today."""
+        rec = self.user(user)
+        day = _as_date(now, self.clock).isoformat()
+        if _memories is None:
+            wanted = set(memory_ids)
+            _memories = [m for m in self.storage.memories(rec.id) if m.memory_id in wanted]
+            missing = wanted - {m.memory_id for m in _memories}
+            if missing:
+                raise MemoryNotFoundError(f"user {rec.name!r} has no memory with id {sorted(missing)[0]!r}")
+        self.storage.reinforce(rec.id, [m.rowid or 0 for m in _memories], day)
+        for m in _memories:
+            m.strength += 1
+            m.last_recall_date = day
+
+    def memories(
+        self,
+        user: str,
+        *,
+        kinds: Iterable[MemoryKind] | None = None,
+        include_archived: bool = True,
+        now: When = None,
+        mode: str | None = None,
+    ) -> list[tuple[Memory, float]]:
+        """Every memory of ``user`` with its current retention (under ``mode``, default the config's)."""
+        rec = self.user(user)
+        mems = self.storage.memories(rec.id, kinds=kinds, include_archived=include_archived)
+        return list(zip(mems, self._retention(mems, _as_date(now, self.clock), mode), strict=True))
+
+    def history(self, user: str, *, date: str | None = None) -> list[Memory]:
+        """The user's dialog turns (of one day, if given), oldest first; forgotten ones excluded."""
+        rec = self.user(user)
+        turns = self.storage.memories(rec.id, kinds=[MemoryKind.TURN], include_archived=False)
+        return [m for m in turns if date is None or m.date == parse_day(date)]
+
+    def layer(self, user: str, kind: MemoryKind, date: str | None = None) -> Memory | None:
+        """A summary layer record (global ones need no date), or ``None`` if not made yet."""
+        rec = self.user(user)
+        for m in self.storage.memories(rec.id, kinds=[kind], include_archived=False):
+            if kind.is_global or m.date == date:
+                return m
+        return None
+
+    def profile(self, user: str) -> dict[str, str]:
+        """The global layers that go whole into a prompt: event summary and user portrait."""
+        out = {"global_summary": "", "global_portrait": ""}
+        if not self.has_user(user):
+            return out
+        for key, kind in (
+            ("global_summary", MemoryKind.GLOBAL_SUMMARY),
+            ("global_portrait", MemoryKind.GLOBAL_PORTRAIT),
+        ):
+            m = self.layer(user, kind)
+            out[key] = m.text if m else ""
+        return out
+
+    def stats(self) -> dict[str, Any]:
+        return self.storage.counts()
+
+    # -- forgetting ---------------------------------------------------------------------------
+    def _retention(self, mems: Sequence[Memory], today: dt.date, mode: str | None = None) -> list[float]:
+        f = self.config.forgetting
+        r = forgetting.retention_array(
+            forgetting.elapsed_days([m.recall_anchor for m in mems], today),
+            np.fromiter((m.strength for m in mems), dtype=np.float64, count=len(mems)),
+            mode=(mode or f.mode),  # type: ignore[arg-type]
+            tau=f.tau,
+        )
+        return [
+            1.0 if m.kind.is_global or m.kind is MemoryKind.DAILY_PERSONALITY else float(x)
+            for m, x in zip(mems, r, strict=True)
+        ]
+
+    def _daily_forget(self, rec: UserRecord, today: dt.date) -> None:
+        f = self.config.forgetting
+        if f.mode == "off" or not f.daily_pass or rec.last_forget_date == today.isoformat():
+            return
+        with self._forget_lock:
+            self._forget_user(rec, today, f.mode, f.seed)
+
+    def forget(
+        self, user: str | None = None, *, now: When = None, mode: str | None = None, seed: int | None = None
+    ) -> dict[str, ForgetReport]:
+        """Run a forgetting pass now (one user or all) and report what was forgotten."""
+        today = _as_date(now, self.clock)
+        mode = mode or self.config.forgetting.mode
+        if mode not in forgetting.MODES:
+            raise InvalidInputError(
+                f"unknown forgetting mode {mode!r}; use one of {', '.join(forgetting.MODES)}"
+            )
+        seed = self.config.forgetting.seed if seed is None else seed
+        recs = [self.user(user)] if user is not None else self.storage.list_users()
+        with self._forget_lock:
+            return {r.name: self._forget_user(r, today, mode, seed) for r in recs}
+
+    def _forget_user(self, rec: UserRecord, today: dt.date, mode: str, seed: int | None) -> ForgetReport:
+        f = self.config.forgetting
+        report = ForgetReport(now=today.isoformat(), mode=mode, action=f.action)
+        mems = self.storage.memories(rec.id, kinds=RETRIEVABLE_KINDS, include_archived=False)
+        report.examined = len(mems)
+        if mode != "off" and mems:
+            r = forgetting.retention_array(
+                forgetting.elapsed_days([m.recall_anchor for m in mems], today),
+                np.fromiter((m.strength for m in mems), dtype=np.float64, count=len(mems)),
+                mode=mode,  # type: ignore[arg-type]
+                tau=f.tau,
+            )
+            rng = None
+            if f.policy == "stochastic":
+                # Seeded passes are reproducible per (seed, user, day); unseeded ones are not.
+                entropy = (
+                    None
+                    if seed is None
+                    else [seed, zlib.crc32(rec.name.encode()), forgetting.day_number(today)]
+                )
+                rng = np.random.default_rng(entropy)
+            drop = forgetting.forget_mask(r, policy=f.policy, threshold=f.threshold, rng=rng)
+            gone = [m for m, d in zip(mems, drop.tolist(), strict=True) if d]
+            if gone:
+                rowids = [m.rowid or 0 for m in gone]
+                if f.action == "delete":
+                    self.storage.delete_memories(rec.id, rowids)
+                else:
+                    self.storage.set_archived(rec.id, rowids, True)
+                dates = sorted({m.date for m in gone if m.kind is MemoryKind.TURN})
+                if dates and f.action == "delete":
+                    self.storage.mark_stale(
+                        rec.id, [MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY], dates
+                    )
+                report.forgotten = [m.memory_id for m in gone]
+        self.storage.set_forget_date(rec.id, today.isoformat())
+        rec.last_forget_date = today.isoformat()
+        if report.forgotten:
+            logger.info(
+                "forgot %d of %d memories of %r (%s)", len(report.forgotten), report.examined, rec.name, mode
+            )
+        return report
+
+    def restore(self, user: str, memory_ids: Sequence[str]) -> None:
+        """Bring archived (forgotten) memories back into retrieval."""
+        rec = self.user(user)
+        wanted = set(memory_ids)
+        mems = [m for m in self.storage.memories(rec.id) if m.memory_id in wanted]
+        self.storage.set_archived(rec.id, [m.rowid or 0 for m in mems], False)
+
+    def purge_archived(self, user: str | None = None) -> int:
+        """Delete forgotten (archived) memories for good."""
+        recs = [self.user(user)] if user is not None else self.storage.list_users()
+        n = 0
+        for rec in recs:
+            gone = [m.rowid or 0 for m in self.storage.memories(rec.id) if m.archived]
+            n += self.storage.delete_memories(rec.id, gone)
+        return n
+
+    # -- maintenance --------------------------------------------------------------------------
+    def reembed(self, *, batch_size: int = 256, progress: bool = False) -> int:
+        """Embed every retrievable memory that has no vector from the current encoder."""
+        todo = self.storage.missing_vectors(self.encoder_name, RETRIEVABLE_KINDS)
+        bar = None
+        if progress and todo:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(todo), unit="memory", desc=f"embedding with {self.encoder_name}")
+        for start in range(0, len(todo), batch_size):
+            chunk = todo[start : start + batch_size]
+            self.storage.put_vectors(
+                [r for r, _ in chunk], self._embed([t for _, t in chunk]), self.encoder_name
+            )
+            if bar:
+                bar.update(len(chunk))
+        if bar:
+            bar.close()
+        self._cache.clear()
+        return len(todo)

@@ -1,0 +1,337 @@
+"""The ``memorybank`` command line.
+
+Every command takes ``--store DIR`` (the memory store) and optionally ``--config FILE.yaml``;
+flags override the file. Errors print one line on stderr and exit with code 2; input files are
+never modified.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from memory_bank.errors import InvalidInputError, MemoryBankError
+
+logger = logging.getLogger("memory_bank.cli")
+
+Handler = Callable[[argparse.Namespace], int]
+_COMMANDS: dict[str, Handler] = {}
+_EXTENSIONS: list[Callable[[argparse._SubParsersAction], None]] = []
+
+
+def command(name: str) -> Callable[[Handler], Handler]:
+    def register(fn: Handler) -> Handler:
+        _COMMANDS[name] = fn
+        return fn
+
+    return register
+
+
+def register_extension(add_parsers: Callable[[argparse._SubParsersAction], None]) -> None:
+    """Let other modules (summaries, evaluation, benchmarks) add subcommands."""
+    _EXTENSIONS.append(add_parsers)
+
+
+def _bank(args: argparse.Namespace, *, create: bool = False):  # type: ignore[no-untyped-def]
+    from memory_bank.bank import MemoryBank
+    from memory_bank.config import load_config
+    from memory_bank.storage import SQLiteStorage
+
+    overrides: dict[str, Any] = {"store": args.store, "language": args.language, "encoder": args.encoder}
+    forget: dict[str, Any] = {}
+    if getattr(args, "mode", None) and args.command != "memories":
+        forget["mode"] = args.mode
+    if getattr(args, "policy", None):
+        forget["policy"] = args.policy
+    if getattr(args, "tau", None) is not None:
+        forget["tau"] = args.tau
+    if forget:
+        overrides["forgetting"] = forget
+    cfg = load_config(args.config, **overrides)
+    storage = SQLiteStorage(cfg.store, create=create)
+    return MemoryBank(cfg, storage=storage)
+
+
+def _dump(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def _progress(total: int, desc: str, unit: str = "memory"):  # type: ignore[no-untyped-def]
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, disable=None, file=sys.stderr)
+
+
+@command("import")
+def _import(args: argparse.Namespace) -> int:
+    from memory_bank.original_format import import_data, load_memory_file, user_memories
+
+    data = load_memory_file(args.file)
+    total = sum(len(user_memories(k, v)[0]) for k, v in data.items())
+    with _bank(args, create=True) as bank, _progress(total, "importing") as bar:
+        counts = import_data(bank, data, replace=args.replace, progress=bar.update)
+    print(
+        f"imported {sum(counts.values())} memories of {len(counts)} users into {args.store}", file=sys.stderr
+    )
+    return 0
+
+
+@command("export")
+def _export(args: argparse.Namespace) -> int:
+    from memory_bank.original_format import export_data, write_json_atomic
+
+    with _bank(args) as bank:
+        data = export_data(bank, [args.user] if args.user else None)
+    if args.out in (None, "-"):
+        _dump(data)
+    else:
+        write_json_atomic(args.out, data)
+        print(f"exported {len(data)} users to {args.out}", file=sys.stderr)
+    return 0
+
+
+@command("add")
+def _add(args: argparse.Namespace) -> int:
+    with _bank(args, create=True) as bank:
+        m = bank.add_turn(args.user, args.query, args.response, at=args.at)
+    _dump({"memory_id": m.memory_id, "user": m.user, "date": m.date, "turn": m.turn})
+    return 0
+
+
+def _read_queries(path: str) -> list[dict[str, str]]:
+    out = []
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise InvalidInputError(f"cannot read queries file {path!r}: {e}") from e
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise InvalidInputError(f"{path}:{i}: not valid JSON ({e.msg})") from e
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("user"), str)
+            or not isinstance(item.get("query"), str)
+        ):
+            raise InvalidInputError(f'{path}:{i}: expected {{"user": str, "query": str}}')
+        out.append(item)
+    return out
+
+
+@command("search")
+def _search(args: argparse.Namespace) -> int:
+    with _bank(args) as bank:
+        if args.queries:
+            for item in _read_queries(args.queries):
+                hits = bank.search(
+                    item["user"], item["query"], args.k, now=args.now, reinforce=args.reinforce
+                )
+                _dump({"user": item["user"], "query": item["query"], "results": [h.to_dict() for h in hits]})
+            return 0
+        if not args.user or args.query is None:
+            raise InvalidInputError("search needs --user and a QUERY (or --queries FILE.jsonl)")
+        hits = bank.search(args.user, args.query, args.k, now=args.now, reinforce=args.reinforce)
+    if args.json:
+        _dump([h.to_dict() for h in hits])
+    else:
+        for h in hits:
+            m = h.memory
+            where = f"{m.date}#{m.turn}" if m.turn is not None else m.date
+            print(f"[{h.score:.3f}] {where} {m.kind.value} (S={m.strength}, R={h.retention:.2f}) {m.text!r}")
+    return 0
+
+
+@command("memories")
+def _memories(args: argparse.Namespace) -> int:
+    with _bank(args) as bank:
+        rows = bank.memories(args.user, now=args.now, mode=args.mode)
+    items = [
+        {
+            "memory_id": m.memory_id,
+            "user": m.user,
+            "kind": m.kind.value,
+            "date": m.date,
+            "turn": m.turn,
+            "text": m.text,
+            "strength": m.strength,
+            "last_recall_date": m.last_recall_date,
+            "retention": round(r, 6),
+            "archived": m.archived,
+            "stale": m.stale,
+        }
+        for m, r in rows
+    ]
+    if args.json:
+        _dump(items)
+    else:
+        for it in items:
+            flag = " [forgotten]" if it["archived"] else ""
+            print(f"{it['memory_id']}: S={it['strength']} R={it['retention']:.3f}{flag} {it['text'][:80]!r}")
+    return 0
+
+
+@command("forget")
+def _forget(args: argparse.Namespace) -> int:
+    with _bank(args) as bank:
+        reports = bank.forget(args.user, now=args.now, mode=args.mode, seed=args.seed)
+    if args.json:
+        _dump({u: r.to_dict() for u, r in reports.items()})
+    else:
+        for u, r in reports.items():
+            print(f"{u}: forgot {len(r.forgotten)} of {r.examined} memories ({r.mode}, {r.action})")
+    return 0
+
+
+@command("delete")
+def _delete(args: argparse.Namespace) -> int:
+    with _bank(args) as bank:
+        if args.memory_id:
+            m = bank.delete_memory(args.user, args.memory_id)
+            print(
+                f"deleted {m.memory_id}; summaries covering it are marked for regeneration", file=sys.stderr
+            )
+        else:
+            n = bank.delete_user(args.user)
+            print(f"deleted user {args.user!r} and all {n} of their memories", file=sys.stderr)
+    return 0
+
+
+@command("restore")
+def _restore(args: argparse.Namespace) -> int:
+    with _bank(args) as bank:
+        bank.restore(args.user, args.memory_id)
+    return 0
+
+
+@command("purge")
+def _purge(args: argparse.Namespace) -> int:
+    with _bank(args) as bank:
+        n = bank.purge_archived(args.user)
+    print(f"purged {n} forgotten memories", file=sys.stderr)
+    return 0
+
+
+@command("stats")
+def _stats(args: argparse.Namespace) -> int:
+    with _bank(args) as bank:
+        stats = bank.stats()
+    if args.json:
+        _dump(stats)
+    else:
+        print(f"users: {stats['users']}")
+        for kind, n in stats["memories"].items():
+            print(f"{kind}: {n}")
+        print(f"forgotten (archived): {stats['archived']}")
+    return 0
+
+
+@command("reembed")
+def _reembed(args: argparse.Namespace) -> int:
+    with _bank(args) as bank:
+        n = bank.reembed(progress=True)
+    print(f"embedded {n} memories with {args.encoder or 'the configured encoder'}", file=sys.stderr)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--store", required=True, help="memory store directory")
+    common.add_argument("--config", help="YAML config file; flags override it")
+    common.add_argument("--language", choices=["en", "zh"], help="language (picks the default encoder)")
+    common.add_argument(
+        "--encoder", help="encoder: minilm, use-multilingual, hashing, or a sentence-transformers path"
+    )
+    common.add_argument("--now", help="today's date for forgetting and relative dates (YYYY-MM-DD)")
+    common.add_argument("--json", action="store_true", help="machine-readable output")
+    common.add_argument("-v", "--verbose", action="store_true")
+
+    parser = argparse.ArgumentParser(prog="memorybank", description="MemoryBank long-term memory store.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("import", parents=[common], help="import a memory file (original MemoryBank JSON)")
+    p.add_argument("file")
+    p.add_argument("--replace", action="store_true", help="replace users that already exist in the store")
+    p = sub.add_parser("export", parents=[common], help="export to a memory file (original format)")
+    p.add_argument("--out", help="output file (default: stdout)")
+    p.add_argument("--user")
+    p = sub.add_parser("add", parents=[common], help="store one dialog turn")
+    p.add_argument("--user", required=True)
+    p.add_argument("--query", required=True)
+    p.add_argument("--response", default="")
+    p.add_argument("--at", help="when it happened (ISO time; default now)")
+    p = sub.add_parser("search", parents=[common], help="retrieve a user's memories related to a query")
+    p.add_argument("query", nargs="?")
+    p.add_argument("--user")
+    p.add_argument("--k", type=int, default=None, help="memories to return (default: config top_k, 2)")
+    p.add_argument("--reinforce", action="store_true", help="count the results as recalled (strength +1)")
+    p.add_argument("--queries", help='JSONL file of {"user", "query"} lines; one JSON result line each')
+    p = sub.add_parser(
+        "memories", parents=[common], help="list a user's memories with strength and retention"
+    )
+    p.add_argument("--user", required=True)
+    p.add_argument(
+        "--mode", choices=["paper", "original-code", "off"], help="forgetting curve for 'retention'"
+    )
+    p = sub.add_parser("forget", parents=[common], help="run a forgetting pass")
+    p.add_argument("--user")
+    p.add_argument("--mode", choices=["paper", "original-code", "off"])
+    p.add_argument("--policy", choices=["stochastic", "threshold"])
+    p.add_argument("--tau", type=float, help="time scale in days (R = exp(-t/(tau*S)))")
+    p.add_argument("--seed", type=int)
+    p = sub.add_parser("delete", parents=[common], help="delete a user (everything) or one memory")
+    p.add_argument("--user", required=True)
+    p.add_argument("--memory-id")
+    p = sub.add_parser("restore", parents=[common], help="bring forgotten memories back")
+    p.add_argument("--user", required=True)
+    p.add_argument("memory_id", nargs="+")
+    p = sub.add_parser("purge", parents=[common], help="delete forgotten (archived) memories for good")
+    p.add_argument("--user")
+    sub.add_parser("stats", parents=[common], help="counts of users and memories")
+    sub.add_parser(
+        "reembed", parents=[common], help="embed memories that lack a vector from the configured encoder"
+    )
+    for extend in _EXTENSIONS:
+        extend(sub)
+    return parser
+
+
+def _load_extensions() -> None:
+    """Subcommands that live in other modules register themselves on import."""
+    import importlib
+
+    for module in ("memory_bank.summaries.cli", "memory_bank.evaluation.cli", "memory_bank.bench"):
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if e.name is None or not module.startswith(e.name):
+                raise
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    _load_extensions()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return _COMMANDS[args.command](args)
+    except MemoryBankError as e:
+        print(f"memorybank: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("memorybank: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

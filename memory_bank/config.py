@@ -1,0 +1,120 @@
+"""One typed, validated configuration for a memory bank.
+
+Defaults follow the paper and the original code: top-k 2, the query is the current message,
+a 7-turn in-prompt history window, forgetting off. Unknown keys are rejected, so a typo in a
+YAML file is an error instead of a silently ignored option.
+
+>>> cfg = MemoryBankConfig(store="./memories", language="zh")
+>>> cfg.encoder_for()
+'use-multilingual'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from memory_bank.errors import ConfigError
+
+Language = Literal["en", "zh"]
+
+#: Offline encoders that ship inside packages, per language. Any sentence-transformers model
+#: name or path (e.g. the paper's GanymedeNil/text2vec-large-chinese) can be configured instead.
+DEFAULT_ENCODERS: dict[str, str] = {"en": "minilm", "zh": "use-multilingual"}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ForgettingConfig(_Strict):
+    """How memories fade (see :mod:`memory_bank.forgetting`)."""
+
+    mode: Literal["paper", "original-code", "off"] = "off"
+    tau: float = Field(1.0, gt=0, description="time scale in days: R = exp(-t / (tau * S)); 1 is the paper")
+    policy: Literal["stochastic", "threshold"] = "stochastic"
+    threshold: float = Field(0.05, ge=0, le=1, description="with policy=threshold, drop when R < threshold")
+    seed: int | None = Field(
+        None, description="seed for stochastic passes; a pass is reproducible per (seed, user, day)"
+    )
+    action: Literal["archive", "delete"] = "archive"
+    daily_pass: bool = Field(True, description="run a user's pass on their first access each day")
+
+
+class RetrievalConfig(_Strict):
+    """Hybrid retrieval: dense cosine + CJK-aware BM25 + date hints + neighbouring-turn context."""
+
+    top_k: int = Field(2, ge=1, le=1000)
+    dense_weight: float = Field(1.0, ge=0)
+    lexical_weight: float = Field(0.35, ge=0)
+    date_weight: float = Field(0.5, ge=0, description="bonus for memories on a day the query names")
+    neighbor_weight: float = Field(
+        0.15, ge=0, description="share of the best adjacent turn's score added to a turn"
+    )
+    candidates: int = Field(
+        64, ge=1, description="candidates taken from each of the dense and lexical rankings"
+    )
+    include_summaries: bool = True
+
+
+class MemoryBankConfig(_Strict):
+    """Configuration of a :class:`memory_bank.MemoryBank`."""
+
+    store: str = Field("./memorybank_data", description="store directory (SQLite) or a database URL")
+    language: Language = "en"
+    encoders: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_ENCODERS))
+    encoder: str | None = Field(None, description="overrides encoders[language]")
+    history_window: int = Field(7, ge=0, description="recent turns kept in the prompt")
+    max_cached_users: int = Field(256, ge=1, description="per-user index partitions kept in memory")
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    forgetting: ForgettingConfig = Field(default_factory=ForgettingConfig)
+
+    @field_validator("encoders")
+    @classmethod
+    def _known_languages(cls, v: dict[str, str]) -> dict[str, str]:
+        merged = dict(DEFAULT_ENCODERS)
+        merged.update(v)
+        return merged
+
+    def encoder_for(self, language: str | None = None) -> str:
+        """The encoder name used for ``language`` (default: the bank's language)."""
+        if self.encoder:
+            return self.encoder
+        return self.encoders[language or self.language]
+
+
+def load_config(path: str | Path | None = None, **overrides: Any) -> MemoryBankConfig:
+    """Load a YAML (or JSON) config file, apply keyword overrides, and validate.
+
+    Nested overrides use dicts: ``load_config("c.yaml", forgetting={"mode": "paper"})``.
+    """
+    data: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file {str(p)!r} does not exist; pass an existing YAML file")
+        import yaml
+
+        try:
+            loaded = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as e:
+            raise ConfigError(f"config file {str(p)!r} is not valid YAML: {e}") from e
+        if not isinstance(loaded, dict):
+            raise ConfigError(
+                f"config file {str(p)!r} must hold a mapping of options, not {type(loaded).__name__}"
+            )
+        data = loaded.get("memory_bank", loaded)
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        if isinstance(value, dict) and isinstance(data.get(key), dict):
+            data[key] = {**data[key], **value}
+        else:
+            data[key] = value
+    try:
+        return MemoryBankConfig.model_validate(data)
+    except ValidationError as e:
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors())
+        raise ConfigError(f"invalid memory bank configuration: {problems}") from e

