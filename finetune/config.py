@@ -73,6 +73,9 @@ class SFTConfig(BaseModel):
     max_length: int = Field(1024, ge=8)
     train_on: Literal["all_turns", "last_turn"] = "all_turns"
     max_train_samples: int | None = Field(None, ge=1)
+    attention_mask: bool = Field(
+        True, description="pass the padding mask to the model; ChatGLM-6B builds its own from the ids: false"
+    )
     # LoRA
     lora: LoraSettings = Field(default_factory=LoraSettings)
     # training
@@ -104,6 +107,9 @@ class SFTConfig(BaseModel):
     merge: bool = Field(False, description="also save the base model with the adapter merged in")
     disable_tqdm: bool = False
     dataloader_num_workers: int = Field(0, ge=0)
+    cpu_threads: int | None = Field(
+        None, ge=1, description="torch CPU threads for this process (1 avoids contention on a busy machine)"
+    )
     report_to: list[str] = Field(default_factory=list)
 
     @field_validator("train_files", "validation_files", "report_to", mode="before")
@@ -208,7 +214,11 @@ def _describe(error: ValidationError, source: str) -> str:
             model: type[BaseModel] = SFTConfig
             for part in item["loc"][:-1]:
                 annotation = model.model_fields[str(part)].annotation
-                model = annotation if isinstance(annotation, type) and issubclass(annotation, BaseModel) else model
+                model = (
+                    annotation
+                    if isinstance(annotation, type) and issubclass(annotation, BaseModel)
+                    else model
+                )
             guess = difflib.get_close_matches(str(item["loc"][-1]), list(model.model_fields), n=1)
             hint = f" (did you mean {guess[0]!r}?)" if guess else ""
             lines.append(f"unknown key {loc!r}{hint}")

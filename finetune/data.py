@@ -39,7 +39,8 @@ def load_conversations(path: str | Path, system_prompt: str | None = None) -> li
     except UnicodeDecodeError as e:
         raise DataError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
     conversations = [
-        record_to_conversation(record, f"{path}:{line}", system_prompt) for line, record in _records(path, text)
+        record_to_conversation(record, f"{path}:{line}", system_prompt)
+        for line, record in _records(path, text)
     ]
     if not conversations:
         raise DataError(f"{path}: no records found")
@@ -115,7 +116,9 @@ def record_to_conversation(record: Any, where: str, system_prompt: str | None = 
     if isinstance(record, list):
         record = {"messages": record}
     if not isinstance(record, dict):
-        raise DataError(f"{where}: a record must be an object or a list of messages, got {type(record).__name__}")
+        raise DataError(
+            f"{where}: a record must be an object or a list of messages, got {type(record).__name__}"
+        )
     system = record.get("system", system_prompt)
     if system is not None:
         system = _text(system, "'system'", where)
@@ -134,7 +137,7 @@ def record_to_conversation(record: Any, where: str, system_prompt: str | None = 
             _text(reply, f"assistant message of turn {i + 1}", where)
         return Conversation(conv.turns, None, conv.system or system)
     if "role" in record:
-        raise DataError(f"{where}: this is a single message; wrap the dialog as {{\"messages\": [...]}}")
+        raise DataError(f'{where}: this is a single message; wrap the dialog as {{"messages": [...]}}')
     missing = [key for key in ("input", "output") if key not in record]
     if missing:
         raise DataError(
@@ -153,13 +156,13 @@ def record_to_conversation(record: Any, where: str, system_prompt: str | None = 
     return Conversation(tuple(turns), None, system)
 
 
-def split_train_validation(
-    items: Sequence[Any], fraction: float, seed: int
-) -> tuple[list[Any], list[Any]]:
+def split_train_validation(items: Sequence[Any], fraction: float, seed: int) -> tuple[list[Any], list[Any]]:
     """Shuffle with ``seed`` and hold out ``fraction`` (at least one item when fraction > 0)."""
     order = list(range(len(items)))
     random.Random(seed).shuffle(order)
-    n_val = min(max(1, round(len(items) * fraction)), len(items) - 1) if fraction > 0 and len(items) > 1 else 0
+    n_val = (
+        min(max(1, round(len(items) * fraction)), len(items) - 1) if fraction > 0 and len(items) > 1 else 0
+    )
     return [items[i] for i in order[n_val:]], [items[i] for i in order[:n_val]]
 
 
@@ -199,17 +202,24 @@ def tokenize_conversations(
     if stats.dropped or stats.truncated:
         logger.warning(
             "%d of %d dialogs longer than max_length=%d were cut; %d dropped (no reply token left)",
-            stats.truncated, len(conversations), max_length, stats.dropped,
+            stats.truncated,
+            len(conversations),
+            max_length,
+            stats.dropped,
         )
     return features, stats
 
 
 @dataclass
 class CausalLMCollator:
-    """Pad a batch on the right: ``pad_token_id`` for ids, ``-100`` for labels, 0 in the attention mask."""
+    """Pad a batch on the right: ``pad_token_id`` for ids, ``-100`` for labels, 0 in the attention mask.
+
+    ``with_attention_mask=False`` leaves the mask out, for models that derive it from the ids (ChatGLM-6B).
+    """
 
     pad_token_id: int
     pad_to_multiple_of: int | None = None
+    with_attention_mask: bool = True
 
     def __call__(self, features: Sequence[dict[str, list[int]]]) -> dict[str, Any]:
         import torch
@@ -223,8 +233,10 @@ class CausalLMCollator:
             ids.append(list(f["input_ids"]) + [self.pad_token_id] * pad)
             labels.append(list(f["labels"]) + [IGNORE_INDEX] * pad)
             mask.append([1] * len(f["input_ids"]) + [0] * pad)
-        return {
+        batch = {
             "input_ids": torch.tensor(ids, dtype=torch.long),
             "labels": torch.tensor(labels, dtype=torch.long),
-            "attention_mask": torch.tensor(mask, dtype=torch.long),
         }
+        if self.with_attention_mask:
+            batch["attention_mask"] = torch.tensor(mask, dtype=torch.long)
+        return batch

@@ -76,7 +76,9 @@ class Conversation:
         pending: str | None = None
         for i, message in enumerate(messages):
             if not isinstance(message, Mapping) or "role" not in message or "content" not in message:
-                raise FormatError(f"message {i} must be a mapping with 'role' and 'content', got {message!r:.80}")
+                raise FormatError(
+                    f"message {i} must be a mapping with 'role' and 'content', got {message!r:.80}"
+                )
             role, content = message["role"], message_text(message["content"])
             if role == "system":
                 if i != 0:
@@ -112,7 +114,9 @@ def message_text(content: Any) -> str:
     if isinstance(content, Sequence):
         texts = [p.get("text", "") if isinstance(p, Mapping) else str(p) for p in content]
         return "\n".join(t for t in texts if t)
-    raise FormatError(f"message content must be a string or a list of text parts, got {type(content).__name__}")
+    raise FormatError(
+        f"message content must be a string or a list of text parts, got {type(content).__name__}"
+    )
 
 
 @dataclass(frozen=True)
@@ -253,7 +257,9 @@ class ChatTemplateFormat(PromptFormat):
         segs: list[Segment] = []
         done = ""
         for i, message in enumerate(messages):
-            if message["role"] != "assistant" and not (i == len(messages) - 1 and conversation.query is not None):
+            if message["role"] != "assistant" and not (
+                i == len(messages) - 1 and conversation.query is not None
+            ):
                 continue
             prompt = render(i if message["role"] == "assistant" else i + 1, True)
             if not prompt.startswith(done):
@@ -314,7 +320,9 @@ def get_format(name: str) -> PromptFormat:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise FormatError(f"unknown prompt format {name!r}; known: {', '.join(available_formats())}") from None
+        raise FormatError(
+            f"unknown prompt format {name!r}; known: {', '.join(available_formats())}"
+        ) from None
 
 
 def available_formats() -> list[str]:

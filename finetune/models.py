@@ -18,7 +18,12 @@ from finetune.tiny import build_tiny_model
 
 logger = logging.getLogger(__name__)
 
-_PIP_NAMES = {"peft": "peft", "accelerate": "accelerate", "transformers": "transformers", "torch": "torch==2.13.0"}
+_PIP_NAMES = {
+    "peft": "peft",
+    "accelerate": "accelerate",
+    "transformers": "transformers",
+    "torch": "torch==2.13.0",
+}
 
 
 def require(module: str) -> Any:
@@ -74,7 +79,9 @@ def load_causal_lm(path: str, dtype: str = "auto", trust_remote_code: bool = Fal
         cls = transformers.AutoModelForCausalLM
         if trust_remote_code and "AutoModelForCausalLM" not in auto_map and "AutoModel" in auto_map:
             cls = transformers.AutoModel
-        model = cls.from_pretrained(path, dtype=torch_dtype(dtype), trust_remote_code=trust_remote_code, **kwargs)
+        model = cls.from_pretrained(
+            path, dtype=torch_dtype(dtype), trust_remote_code=trust_remote_code, **kwargs
+        )
     except (OSError, ValueError) as e:
         raise ModelLoadError(f"cannot load a causal language model from {path!r}: {e}") from e
     logger.info("loaded %s (%s, %.1fM parameters)", path, type(model).__name__, model.num_parameters() / 1e6)

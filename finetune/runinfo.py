@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import resource
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -63,8 +62,15 @@ def machine() -> dict[str, Any]:
 
 def peak_memory_mb() -> dict[str, float]:
     """Peak resident memory of this process and, on a GPU, the peak memory torch allocated."""
-    rss_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kilobytes on Linux
-    out = {"peak_rss_mb": round(rss_kb / 1024, 1)}
+    out: dict[str, float] = {}
+    try:
+        import resource  # Unix only
+
+        out["peak_rss_mb"] = round(
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
+        )  # KiB on Linux
+    except ImportError:
+        pass
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available():
         out["peak_gpu_allocated_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)

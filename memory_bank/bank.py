@@ -26,7 +26,7 @@ from memory_bank.config import MemoryBankConfig, load_config
 from memory_bank.embeddings import Encoder, get_encoder
 from memory_bank.errors import InvalidInputError, MemoryNotFoundError, UserNotFoundError
 from memory_bank.index import PartitionCache
-from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind, SearchResult
+from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind, SearchResult, index_text, turn_text
 from memory_bank.retrieval import rank
 from memory_bank.storage import SQLiteStorage, Storage, UserRecord, VectorBatch
 from memory_bank.text import parse_day, parse_time, validate_user
@@ -66,11 +66,6 @@ def _check_text(value: object, what: str, *, allow_empty: bool = False) -> str:
     if "\x00" in value:
         raise InvalidInputError(f"{what} contains a NUL character; remove it")
     return value
-
-
-def turn_text(query: str, response: str) -> str:
-    """The text a turn is indexed and shown by."""
-    return f"{query}\n{response}" if response else query
 
 
 @dataclasses.dataclass
@@ -213,8 +208,10 @@ class MemoryBank:
         when = _as_datetime(at, self.clock)
         day = when.date().isoformat()
         text = turn_text(query, response)
-        vector = self._embed([text])[0]
         rec = self.user(user, create=True)
+        previous = self.storage.last_turn(rec.id, day)
+        context = previous.response if previous is not None and previous.response else None
+        vector = self._embed([index_text(text, context)])[0]
         memory = Memory(
             memory_id=f"{rec.name}_{day}_{{turn}}",
             user=rec.name,
@@ -224,6 +221,7 @@ class MemoryBank:
             query=query,
             response=response,
             timestamp=when.isoformat(timespec="seconds"),
+            context=context,
         )
         memory = self.storage.add_turn(rec.id, memory, vector, self.encoder_name)
         # The day's summaries no longer cover every turn of it.
@@ -248,7 +246,7 @@ class MemoryBank:
             retrievable = [m for m in chunk if m.kind in RETRIEVABLE_KINDS]
             others = [m for m in chunk if m.kind not in RETRIEVABLE_KINDS]
             if retrievable:
-                vecs = self._embed([m.text for m in retrievable])
+                vecs = self._embed([index_text(m.text, m.context) for m in retrievable])
                 rowids += self.storage.add_memories(rec.id, retrievable, vecs, self.encoder_name)
             if others:
                 rowids += self.storage.add_memories(rec.id, others, None, self.encoder_name)

@@ -126,13 +126,13 @@ class Partition:
         keep = pos[0] >= 0
         return pos[0][keep].astype(np.int64), scores[0][keep]
 
-    def neighbours(self, pos: int) -> list[int]:
+    def neighbours(self, pos: int) -> tuple[int | None, int | None]:
         """Positions of the turns just before and after the turn at ``pos`` on the same day."""
         turn = self.turns[pos]
         if self.kinds[pos] != "turn" or turn is None:
-            return []
+            return None, None
         day = self.dates[pos]
-        return [p for t in (turn - 1, turn + 1) if (p := self._by_day_turn.get((day, t))) is not None]
+        return self._by_day_turn.get((day, turn - 1)), self._by_day_turn.get((day, turn + 1))
 
 
 class PartitionCache:

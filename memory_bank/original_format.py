@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory_bank.errors import InvalidInputError, MemoryFileError
-from memory_bank.records import Memory, MemoryKind
+from memory_bank.records import Memory, MemoryKind, turn_text
 from memory_bank.text import parse_day, validate_user
 
 if TYPE_CHECKING:
@@ -157,6 +157,7 @@ def user_memories(name: str, user: dict[str, Any]) -> tuple[list[Memory], dict[s
     history = user.get("history", {}) or {}
     for day_key, turns in history.items():
         day = parse_day(day_key)
+        previous: str | None = None  # the reply this turn answers: indexed with it
         for i, turn in enumerate(turns):
             if isinstance(turn, list):
                 fields, info = {"query": turn[0], "response": turn[1]}, {"shape": "list"}
@@ -171,15 +172,15 @@ def user_memories(name: str, user: dict[str, Any]) -> tuple[list[Memory], dict[s
                     turn=i,
                     query=fields["query"],
                     response=fields["response"],
-                    text=f"{fields['query']}\n{fields['response']}"
-                    if fields["response"]
-                    else fields["query"],
+                    text=turn_text(fields["query"], fields["response"]),
                     strength=int(fields.get("memory_strength", 1)),
                     last_recall_date=fields.get("last_recall_date"),
                     archived=bool(fields.get("archived", False)),
                     extra=info,
+                    context=previous,
                 )
             )
+            previous = fields["response"] or None
     for field, kind, suffix in (
         ("summary", MemoryKind.DAILY_SUMMARY, "summary"),
         ("personality", MemoryKind.DAILY_PERSONALITY, "personality"),

@@ -56,11 +56,27 @@ class Memory:
     stale: bool = False
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
     rowid: int | None = None
+    context: str | None = None
 
     @property
     def recall_anchor(self) -> str:
         """The date forgetting counts from: the last recall, else the day it was learned."""
         return self.last_recall_date or self.date
+
+
+def turn_text(query: str, response: str) -> str:
+    """The text a turn is shown and stored by."""
+    return f"{query}\n{response}" if response else query
+
+
+def index_text(text: str, context: str | None) -> str:
+    """What a memory is embedded and indexed by: its text, after the reply it answers.
+
+    A turn's ``context`` is the companion's reply in the turn before it on the same day (the
+    question the user is answering), so "Gulangyu, I loved it" is found by "my favourite
+    attraction in Xiamen".
+    """
+    return f"{context}\n{text}" if context else text
 
 
 @dataclasses.dataclass

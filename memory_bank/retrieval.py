@@ -5,9 +5,12 @@ names, titles and dates that a sentence encoder blurs, so each candidate's score
 
     dense cosine  +  w_lex * BM25 / max BM25  +  w_date * [memory is on a day the query names]
 
-and a turn then takes a share (``neighbor_weight``) of the best score among the turns just
-before and after it on the same day, since an answer is often split over a question and its
-follow-up ("I watched Taxi Driver" / "what was it about?"). Candidates are the union of the
+and a turn is then lifted towards the score of the turn just before it (``prev_turn_weight``)
+and just after it (``next_turn_weight``) on the same day, when those score higher: in dialog the
+answer is usually in the turn *after* the one that names the topic ("I went to a concert" /
+"Whose?" / "Jay Chou's!"), so a turn that matches the question pulls its follow-up into the
+top-k without pushing itself out. Turns are also indexed with the previous turn's reply as
+context (see :func:`memory_bank.records.index_text`), which makes a short answer findable. Candidates are the union of the
 dense top-N, the lexical top-N and the memories on named days; everything else scores lower by
 construction, so the ranking of the top-k is exact with respect to this score.
 """
@@ -71,10 +74,10 @@ def rank(
         return Ranked(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
 
     # Base scores for the candidates and their neighbouring turns.
-    nbrs = {int(p): part.neighbours(int(p)) for p in cand} if cfg.neighbor_weight > 0 else {}
-    need = np.unique(
-        np.concatenate([cand, np.fromiter((q for v in nbrs.values() for q in v), dtype=np.int64)])
-    )
+    wp, wn = cfg.prev_turn_weight, cfg.next_turn_weight
+    nbrs = {int(p): part.neighbours(int(p)) for p in cand} if (wp > 0 or wn > 0) else {}
+    extra = [q for pair in nbrs.values() for q in pair if q is not None]
+    need = np.unique(np.concatenate([cand, np.asarray(extra, dtype=np.int64)]))
     dense = part.vectors_at(need) @ query_vector.astype(np.float32)
     base = dict(
         zip(
@@ -83,12 +86,14 @@ def rank(
             strict=True,
         )
     )
-    final = np.array(
-        [
-            base[p] + cfg.neighbor_weight * max([0.0, *(base[q] for q in nbrs.get(p, ()))])
-            for p in cand.tolist()
-        ],
-        dtype=np.float32,
-    )
+
+    def context(p: int) -> float:
+        prev, nxt = nbrs.get(p, (None, None))
+        me = base[p]
+        before = wp * max(0.0, base[prev] - me) if prev is not None else 0.0
+        after = wn * max(0.0, base[nxt] - me) if nxt is not None else 0.0
+        return before + after
+
+    final = np.array([base[p] + context(p) for p in cand.tolist()], dtype=np.float32)
     order = np.argsort(-final, kind="stable")[:k]
     return Ranked(cand[order], final[order])

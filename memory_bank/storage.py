@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from memory_bank.errors import StoreError, UserNotFoundError
-from memory_bank.records import Memory, MemoryKind
+from memory_bank.records import Memory, MemoryKind, index_text
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +101,10 @@ class Storage(abc.ABC):
         rowids: Sequence[int] | None = None,
     ) -> list[Memory]: ...
     @abc.abstractmethod
+    def last_turn(self, user_id: int, date: str) -> Memory | None:
+        """The latest turn of ``user_id`` on ``date`` (for a new turn's context)."""
+
+    @abc.abstractmethod
     def vectors(
         self, user_id: int, encoder: str, kinds: Iterable[MemoryKind], after_rowid: int = 0
     ) -> VectorBatch: ...
@@ -147,6 +151,7 @@ CREATE TABLE IF NOT EXISTS memories (
     archived INTEGER NOT NULL DEFAULT 0,
     stale INTEGER NOT NULL DEFAULT 0,
     extra TEXT NOT NULL DEFAULT '{}',
+    context TEXT,
     UNIQUE (user_id, memory_id)
 );
 CREATE INDEX IF NOT EXISTS memories_by_user ON memories (user_id, kind, date, turn);
@@ -168,7 +173,7 @@ def _statements(script: str) -> list[str]:
 
 _COLUMNS = (
     "id, memory_id, kind, date, turn, query, response, text, timestamp, strength, "
-    "last_recall_date, archived, stale, extra"
+    "last_recall_date, archived, stale, extra, context"
 )
 
 
@@ -357,11 +362,12 @@ class SQLiteStorage(Storage):
             int(m.archived),
             int(m.stale),
             json.dumps(m.extra, ensure_ascii=False),
+            m.context,
         )
 
     _INSERT = (
         "INSERT INTO memories(user_id, memory_id, kind, date, turn, query, response, text, timestamp, strength, "
-        "last_recall_date, archived, stale, extra) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+        "last_recall_date, archived, stale, extra, context) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
     )
 
     @staticmethod
@@ -457,6 +463,7 @@ class SQLiteStorage(Storage):
             archived=bool(row[11]),
             stale=bool(row[12]),
             extra=json.loads(row[13]),
+            context=row[14],
         )
 
     def memories(
@@ -487,6 +494,16 @@ class SQLiteStorage(Storage):
         sql += " ORDER BY date, CASE kind WHEN 'turn' THEN 0 ELSE 1 END, turn, id"
         return [self._memory(name_row[0], r) for r in conn.execute(sql, args)]
 
+    def last_turn(self, user_id: int, date: str) -> Memory | None:
+        conn = self._conn()
+        row = conn.execute(
+            f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND kind = 'turn' AND date = ? "
+            "ORDER BY turn DESC LIMIT 1",
+            (user_id, date),
+        ).fetchone()
+        name = conn.execute("SELECT name FROM users WHERE id = ?", (user_id,)).fetchone()
+        return self._memory(name[0], row) if row and name else None
+
     def vectors(
         self, user_id: int, encoder: str, kinds: Iterable[MemoryKind], after_rowid: int = 0
     ) -> VectorBatch:
@@ -494,7 +511,7 @@ class SQLiteStorage(Storage):
         rows = (
             self._conn()
             .execute(
-                "SELECT m.id, e.vector, m.text, m.kind, m.date, m.turn FROM memories m "
+                "SELECT m.id, e.vector, m.text, m.kind, m.date, m.turn, m.context FROM memories m "
                 "JOIN embeddings e ON e.memory_rowid = m.id "
                 f"WHERE m.user_id = ? AND m.archived = 0 AND m.id > ? AND e.encoder = ? AND m.kind IN ({','.join('?' * len(ks))}) "
                 "ORDER BY m.id",
@@ -510,7 +527,7 @@ class SQLiteStorage(Storage):
         return VectorBatch(
             np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
             vecs,
-            [r[2] for r in rows],
+            [index_text(r[2], r[6]) for r in rows],
             [r[3] for r in rows],
             [r[4] for r in rows],
             [r[5] for r in rows],
@@ -519,9 +536,9 @@ class SQLiteStorage(Storage):
     def missing_vectors(self, encoder: str, kinds: Iterable[MemoryKind]) -> list[tuple[int, str]]:
         ks = [k.value for k in kinds]
         return [
-            (int(r[0]), r[1])
+            (int(r[0]), index_text(r[1], r[2]))
             for r in self._conn().execute(
-                "SELECT m.id, m.text FROM memories m LEFT JOIN embeddings e ON e.memory_rowid = m.id "
+                "SELECT m.id, m.text, m.context FROM memories m LEFT JOIN embeddings e ON e.memory_rowid = m.id "
                 f"WHERE (e.encoder IS NULL OR e.encoder != ?) AND m.kind IN ({','.join('?' * len(ks))}) ORDER BY m.id",
                 (encoder, *ks),
             )

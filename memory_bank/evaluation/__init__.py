@@ -1,0 +1,1 @@
+"""Evaluation harnesses: the paper's probing questions, our labelled set, LoCoMo retrieval."""

@@ -1,0 +1,129 @@
+"""Import/export of the original memory file: lossless round trip, legacy shapes, bad files."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+
+import pytest
+
+from memory_bank import MemoryBank, MemoryFileError, MemoryKind
+from memory_bank.original_format import export_data, import_data, load_memory_file
+from tests.conftest import paper_file
+
+LEGACY = {
+    " Jason ": {
+        "name": "Jason",
+        "history": {
+            "2023-04-27": [["Hi, I'm Jason.", "Hello Jason!"], {"query": "I like chess.", "response": "Nice!"}],
+            "2023-04-28": [],
+            "2023-04-29": [
+                {"query": "I lost a game.", "response": "Next time!", "memory_strength": 3,
+                 "memory_id": "Jason_2023-04-29_0", "last_recall_date": "2023-05-01", "mood": "sad"}
+            ],
+        },
+        "summary": {"2023-04-27": "Jason introduced himself and his chess hobby.",
+                    "2023-04-29": {"content": "Jason lost a chess game.", "memory_strength": 2,
+                                   "memory_id": "Jason_2023-04-29_summary", "last_recall_date": "2023-05-02"}},
+        "personality": {"2023-04-27": "Friendly and competitive."},
+        "overall_history": "Jason plays chess.",
+        "overall_personality": "Competitive but warm.",
+        "meta_information": {"name": "Jason", "hobbies": "chess"},
+        "custom_field": [1, 2, 3],
+    },
+    "Linda": {"name": "Linda", "history": {"2023-05-01": [{"query": "Hello", "response": "Hi Linda"}]},
+              "summary": {}, "personality": {}, "overall_history": ""},
+}
+
+
+def _roundtrip(make_bank, tmp_path, data, name="rt"):  # type: ignore[no-untyped-def]
+    bank = make_bank(tmp_path / name)
+    import_data(bank, copy.deepcopy(data))
+    return bank, export_data(bank)
+
+
+def test_legacy_shapes_round_trip_exactly(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bank, out = _roundtrip(make_bank, tmp_path, LEGACY)
+    assert out == LEGACY
+    assert bank.users() == ["Jason", "Linda"]  # stray spaces stripped for lookups
+    rows = {m.memory_id: m for m, _ in bank.memories("Jason")}
+    assert rows["Jason_2023-04-29_0"].strength == 3
+    assert rows["Jason_2023-04-29_0"].last_recall_date == "2023-05-01"
+    assert rows["Jason_2023-04-29_summary"].kind is MemoryKind.DAILY_SUMMARY
+    assert bank.profile("Jason") == {"global_summary": "Jason plays chess.", "global_portrait": "Competitive but warm."}
+
+
+def test_reinforcement_shows_up_in_export(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bank, _ = _roundtrip(make_bank, tmp_path, LEGACY)
+    bank.search("Jason", "I like chess", k=1, now="2023-05-03", reinforce=True)
+    turn = export_data(bank)[" Jason "]["history"]["2023-04-27"][1]
+    assert turn["memory_strength"] == 2 and turn["last_recall_date"] == "2023-05-03"
+    assert turn["memory_id"] == "Jason_2023-04-27_1"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_paper_data_round_trips_without_loss(make_bank, tmp_path, lang) -> None:  # type: ignore[no-untyped-def]
+    path = paper_file(lang, "memory")
+    before = hashlib.sha256(path.read_bytes()).hexdigest()
+    data = load_memory_file(path)
+    bank, out = _roundtrip(make_bank, tmp_path, data)
+    assert out == data
+    assert json.dumps(out, ensure_ascii=False) == json.dumps(data, ensure_ascii=False)  # same key order too
+    # import -> export -> import gives identical data again
+    _, again = _roundtrip(make_bank, tmp_path, out, name="rt2")
+    assert again == data
+    assert sum(1 for u in bank.users() for _ in bank.history(u)) == 566
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == before  # the input is never touched
+
+
+def test_importing_an_existing_user_needs_replace(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bank, _ = _roundtrip(make_bank, tmp_path, LEGACY)
+    with pytest.raises(ValueError, match="--replace"):
+        import_data(bank, copy.deepcopy(LEGACY))
+    import_data(bank, copy.deepcopy(LEGACY), replace=True)
+    assert export_data(bank) == LEGACY
+
+
+@pytest.mark.parametrize(
+    "content, match",
+    [
+        (b"{not json", "not valid JSON"),
+        (b'{"a": {"history": {"2023-04-27": [' + b"{}" * 0 + b'{"query": "q"', "not valid JSON"),
+        (b"[1, 2]", "expected an object mapping user names"),
+        (b'{"a": 5}', "expected an object, got int"),
+        (b'{"a": {"history": []}}', "expected an object keyed by date"),
+        (b'{"a": {"history": {"yesterday": []}}}', "not a date"),
+        (b'{"a": {"history": {"2023-02-30": []}}}', "not a date"),
+        (b'{"a": {"history": {"2023-04-27": [{"query": 1, "response": "r"}]}}}', "'query' must be a string"),
+        (b'{"a": {"history": {"2023-04-27": [["only one"]]}}}', r"\[query, response\]"),
+        (b'{"a": {"history": {"2023-04-27": [{"query": "q", "response": "r", "memory_strength": 0}]}}}',
+         "memory_strength"),
+        (b'{"a": {"summary": {"2023-04-27": 42}}}', "summary 2023-04-27"),
+        (b'{"": {}}', "empty"),
+        (b'{"a\\u0000b": {}}', "control"),
+        (b"\xff\xfe\x00garbage", "not UTF-8"),
+    ],
+)
+def test_malformed_files_are_refused_and_left_untouched(tmp_path, content, match) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    with pytest.raises(MemoryFileError, match=match):
+        load_memory_file(path)
+    assert path.read_bytes() == content
+
+
+def test_export_of_new_turns_uses_the_forgetting_format(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bank: MemoryBank = make_bank()
+    bank.add_turn("Ann", "I bake bread.", "Yum!", at="2023-05-01T10:00")
+    bank.set_layer("Ann", MemoryKind.DAILY_PERSONALITY, "Cheerful.", date="2023-05-01")
+    out = export_data(bank)["Ann"]
+    assert out["history"]["2023-05-01"] == [
+        {"query": "I bake bread.", "response": "Yum!", "memory_strength": 1, "memory_id": "Ann_2023-05-01_0",
+         "last_recall_date": None}
+    ]
+    assert out["personality"] == {"2023-05-01": "Cheerful."}
+    # and it imports back
+    again = make_bank(tmp_path / "again")
+    import_data(again, out and {"Ann": out})
+    assert export_data(again)["Ann"] == out

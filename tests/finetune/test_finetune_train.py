@@ -1,0 +1,153 @@
+"""End to end on the tiny model: train, save, reload, resume, merge, evaluate and chat."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from finetune.config import load_config
+from finetune.errors import FinetuneError
+from finetune.evaluate import evaluate_adapter
+from finetune.inference import ChatModel
+from finetune.sft import SFTResult, main, resolve_checkpoint, run_sft
+
+SMOKE = Path(__file__).resolve().parents[2] / "configs" / "finetune" / "smoke.yaml"
+STEPS = {"max_steps": 12, "save_steps": 6, "eval_steps": 6, "disable_tqdm": True}
+
+
+@pytest.fixture(scope="module")
+def run_a(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path, single_thread: None) -> SFTResult:
+    config = load_config(
+        SMOKE,
+        {
+            **STEPS,
+            "model_name_or_path": str(tiny_model_dir),
+            "output_dir": str(tmp_path_factory.mktemp("run") / "a"),
+        },
+    )
+    return run_sft(config)
+
+
+def logits(model: Any, tokenizer: Any) -> Any:
+    import torch
+
+    batch = tokenizer(
+        ["Human: I can't sleep.\n\nAssistant: ", "Human: 我很孤独。"], return_tensors="pt", padding=True
+    )
+    with torch.inference_mode():
+        return model.eval()(**batch).logits
+
+
+def load_base(path: Path | str) -> Any:
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(path)
+
+
+def test_training_lowers_the_loss_and_writes_metrics(run_a: SFTResult) -> None:
+    metrics = json.loads((run_a.output_dir / "metrics.json").read_text())
+    losses = [point["loss"] for point in metrics["curves"]["train_loss"]]
+    assert len(losses) == 12
+    assert sum(losses[-3:]) / 3 < sum(losses[:3]) / 3 - 0.3
+    assert [p["step"] for p in metrics["curves"]["eval_loss"]] == [6, 12]
+    assert metrics["steps"] == 12 and metrics["eval_loss"] > 0 and metrics["eval_perplexity"] > 1
+    assert metrics["config"]["lora"]["r"] == 16 and metrics["versions"]["peft"]
+    assert metrics["data"]["train"]["supervised_tokens"] < metrics["data"]["train"]["tokens"]
+    assert metrics["memory"]["peak_rss_mb"] > 0 and metrics["seconds_per_step"] > 0
+
+
+def test_adapter_reloads_with_identical_logits(
+    run_a: SFTResult, tiny_model_dir: Path, tiny_tokenizer: Any
+) -> None:
+    import torch
+    from peft import PeftModel
+
+    assert {"adapter_config.json", "adapter_model.safetensors", "finetune.json"} <= {
+        p.name for p in run_a.adapter_dir.iterdir()
+    }
+    assert json.loads((run_a.adapter_dir / "finetune.json").read_text())["format"] == "belle"
+    reloaded = PeftModel.from_pretrained(load_base(tiny_model_dir), str(run_a.adapter_dir))
+    trained = logits(run_a.model, tiny_tokenizer)
+    torch.testing.assert_close(logits(reloaded, tiny_tokenizer), trained, atol=1e-6, rtol=0)
+    assert (
+        logits(load_base(tiny_model_dir), tiny_tokenizer) - trained
+    ).abs().max() > 1e-2  # it learned something
+
+
+def test_resume_from_checkpoint_then_merge(
+    run_a: SFTResult, tmp_path: Path, tiny_model_dir: Path, tiny_tokenizer: Any
+) -> None:
+    import torch
+    from peft import PeftModel
+
+    out = tmp_path / "b"
+    argv = [
+        "--config",
+        str(SMOKE),
+        "--output_dir",
+        str(out),
+        "--merge",
+        "--resume_from_checkpoint",
+        str(run_a.output_dir / "checkpoint-6"),
+    ]
+    assert main(argv + [f"--{k}={v}" for k, v in STEPS.items()]) == 0
+    first = json.loads((run_a.output_dir / "metrics.json").read_text())["curves"]["train_loss"]
+    resumed = json.loads((out / "metrics.json").read_text())["curves"]["train_loss"]
+    assert [p["step"] for p in resumed] == list(range(1, 13))  # steps 1-6 come from the checkpoint
+    assert [p["loss"] for p in resumed] == pytest.approx([p["loss"] for p in first], abs=1e-4)
+    # smoke.yaml names ``builtin:tiny``, which resolved to the session's tiny model: run A's base.
+    assert json.loads((out / "adapter" / "finetune.json").read_text())["base_model_path"] == str(
+        tiny_model_dir
+    )
+    with_adapter = PeftModel.from_pretrained(load_base(tiny_model_dir), str(out / "adapter"))
+    torch.testing.assert_close(
+        logits(load_base(out / "merged"), tiny_tokenizer),
+        logits(with_adapter, tiny_tokenizer),
+        atol=1e-4,
+        rtol=1e-4,
+    )
+
+
+def test_evaluate_reports_base_and_adapter(run_a: SFTResult, tmp_path: Path) -> None:
+    config = load_config(SMOKE, {"model_name_or_path": run_a.metrics["model"], "output_dir": str(tmp_path)})
+    report = evaluate_adapter(config, run_a.adapter_dir, num_samples=2, max_new_tokens=6, output_dir=tmp_path)
+    assert report["adapter"]["loss"] == pytest.approx(run_a.metrics["eval_loss"], rel=1e-4)
+    assert report["base"]["loss"] != pytest.approx(report["adapter"]["loss"])
+    assert len(report["samples"]) == 2 and {"prompt", "reference", "base", "adapter"} <= set(
+        report["samples"][0]
+    )
+    assert "| adapter |" in (tmp_path / "eval.md").read_text()
+    assert (
+        json.loads((tmp_path / "eval.json").read_text())["validation_dialogs"] == report["validation_dialogs"]
+    )
+
+
+def test_chat_model_uses_the_adapters_format_and_streams_the_same_reply(run_a: SFTResult) -> None:
+    chat = ChatModel.load(adapter_path=run_a.adapter_dir)
+    messages = [{"role": "user", "content": "I feel lonely."}]
+    assert chat.format.name == "belle"
+    assert chat.prompt(messages) == "Human: I feel lonely.\n\nAssistant: "
+    reply = chat.generate(messages, max_new_tokens=12, temperature=0)
+    assert reply and reply == "".join(chat.stream(messages, max_new_tokens=12, temperature=0)).strip()
+    sampled = chat.generate(messages, max_new_tokens=12, temperature=1.0, top_p=0.9, seed=5)
+    assert (
+        sampled
+        == "".join(chat.stream(messages, max_new_tokens=12, temperature=1.0, top_p=0.9, seed=5)).strip()
+    )
+    pieces = chat.stream(messages, max_new_tokens=200, temperature=1.0)
+    next(pieces)
+    pieces.close()  # stopping early ends the worker thread without hanging
+
+
+def test_resume_true_picks_the_last_checkpoint_and_bad_ones_are_refused(
+    run_a: SFTResult, tmp_path: Path
+) -> None:
+    assert resolve_checkpoint(True, run_a.output_dir) == str(run_a.output_dir / "checkpoint-12")
+    assert resolve_checkpoint(None, run_a.output_dir) is None
+    with pytest.raises(FinetuneError, match="holds no checkpoint"):
+        resolve_checkpoint(True, tmp_path)
+    with pytest.raises(FinetuneError, match="not a Trainer checkpoint"):
+        resolve_checkpoint(str(tmp_path / "checkpoint-3"), tmp_path)
