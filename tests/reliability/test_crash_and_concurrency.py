@@ -1,0 +1,94 @@
+"""No lost or duplicated turns under SIGKILL, threads and several processes on one store."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+from memory_bank import MemoryBank
+from memory_bank.embeddings import HashingEncoder
+from tests.conftest import REPO
+
+
+def test_sigkilled_writer_loses_nothing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "stress_crash.py"), "--kills", "6", "--seed", "7",
+         "--store", str(tmp_path / "store"), "--max-delay", "0.3"],
+        capture_output=True, text=True, timeout=300, cwd=REPO,
+    )
+    result = json.loads(out.stdout)
+    assert out.returncode == 0, result
+    assert result["kills"] == 6 and result["lost_writes"] == 0 and result["problems"] == []
+    assert result["stored"] >= result["acknowledged"] > 0
+
+
+def test_threads_add_and_search_concurrently(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bank = MemoryBank.open(tmp_path / "store", encoder_instance=HashingEncoder(64))
+    errors: list[BaseException] = []
+
+    def session(worker: int) -> None:
+        user = f"user{worker % 3}"
+        try:
+            for i in range(30):
+                bank.add_turn(user, f"worker {worker} note {i} about kites", "ok", at=f"2023-05-0{1 + i % 5}T10:00")
+                hits = bank.search(user, f"worker {worker} note {i}", k=3)
+                assert all(h.memory.user == user for h in hits)
+                assert any(f"worker {worker} note {i} " in h.memory.text for h in hits)
+        except BaseException as e:  # collected and re-raised in the main thread
+            errors.append(e)
+
+    with ThreadPoolExecutor(6) as pool:
+        list(pool.map(session, range(6)))
+    assert not errors, errors[0]
+    assert bank.stats()["memories"]["turn"] == 180
+    for u in ("user0", "user1", "user2"):
+        turns = bank.history(u)
+        assert len(turns) == 60
+        assert len({(m.date, m.turn) for m in turns}) == 60  # numbering stayed unique under contention
+    bank.close()
+
+
+_PROC = """
+import sys
+from memory_bank import MemoryBank
+from memory_bank.embeddings import HashingEncoder
+bank = MemoryBank.open(sys.argv[1], encoder_instance=HashingEncoder(64))
+for i in range(40):
+    bank.add_turn("shared", f"process {sys.argv[2]} line {i}", "ok", at="2023-05-01T10:00")
+    assert bank.search("shared", f"process {sys.argv[2]} line {i}", k=1)
+print("done")
+"""
+
+
+def test_processes_share_one_store(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = str(tmp_path / "store")
+    MemoryBank.open(store, encoder_instance=HashingEncoder(64)).close()
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _PROC, store, str(p)], cwd=REPO, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+        for p in range(3)
+    ]
+    reader = MemoryBank.open(store, encoder_instance=HashingEncoder(64))
+    stop = threading.Event()
+
+    def watch() -> None:  # searches while the writers run: the index must follow the store
+        while not stop.is_set():
+            if reader.has_user("shared"):
+                reader.search("shared", "process line", k=5)
+
+    t = threading.Thread(target=watch)
+    t.start()
+    outs = [p.communicate(timeout=240) for p in procs]
+    stop.set()
+    t.join()
+    for p, (_, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err
+        assert "locked" not in err
+    turns = reader.history("shared")
+    assert len(turns) == 120
+    assert sorted(m.turn for m in turns) == list(range(120))
+    assert len(reader.search("shared", "process line", k=500)) == 120
+    reader.close()
