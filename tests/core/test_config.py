@@ -1,0 +1,39 @@
+"""The configuration: the shipped YAML matches the defaults; typos are errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_bank import ConfigError, MemoryBankConfig, load_config
+from tests.conftest import REPO
+
+
+def test_shipped_config_documents_the_defaults() -> None:
+    cfg = load_config(REPO / "configs" / "memorybank.yaml")
+    assert cfg.model_dump() == MemoryBankConfig(store="./memorybank_data").model_dump()
+    assert cfg.retrieval.top_k == 2 and cfg.history_window == 7 and cfg.forgetting.mode == "off"
+
+
+def test_flags_override_the_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    f = tmp_path / "c.yaml"
+    f.write_text("language: zh\nforgetting:\n  mode: paper\n  tau: 3\n")
+    cfg = load_config(f, forgetting={"seed": 5}, store=str(tmp_path))
+    assert (cfg.language, cfg.forgetting.mode, cfg.forgetting.tau, cfg.forgetting.seed) == ("zh", "paper", 3, 5)
+    assert cfg.encoder_for() == "use-multilingual"
+
+
+@pytest.mark.parametrize(
+    "text, match",
+    [
+        ("retrieval:\n  topk: 3\n", "retrieval.topk: Extra inputs are not permitted"),
+        ("forgetting:\n  mode: sometimes\n", "forgetting.mode"),
+        ("forgetting:\n  tau: 0\n", "forgetting.tau"),
+        ("- a\n- b\n", "must hold a mapping"),
+        ("a: [unclosed\n", "not valid YAML"),
+    ],
+)
+def test_bad_config_names_the_problem(tmp_path, text, match) -> None:  # type: ignore[no-untyped-def]
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    with pytest.raises(ConfigError, match=match):
+        load_config(f)
