@@ -295,6 +295,11 @@ def _record(
 
 def export_data(bank: MemoryBank, users: list[str] | None = None) -> dict[str, Any]:
     """The bank's memories in the original format (all users, or ``users``)."""
+    with bank.storage.snapshot():
+        return _export(bank, users)
+
+
+def _export(bank: MemoryBank, users: list[str] | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     recs = [bank.user(u) for u in users] if users else bank.storage.list_users()
     for rec in recs:

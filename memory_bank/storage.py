@@ -63,6 +63,10 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def close(self) -> None: ...
 
+    @abc.abstractmethod
+    def snapshot(self) -> contextlib.AbstractContextManager[None]:
+        """A block in which this thread's reads see one consistent state."""
+
     # users
     @abc.abstractmethod
     def get_user(self, name: str) -> UserRecord | None: ...
@@ -238,15 +242,17 @@ class SQLiteStorage(Storage):
             conn.execute("COMMIT")
 
     @contextlib.contextmanager
-    def read(self) -> Iterator[sqlite3.Connection]:
-        """A consistent snapshot for several reads (e.g. an export while writes go on)."""
+    def snapshot(self) -> Iterator[None]:
+        """Reads made by this thread inside the block see one consistent state of the store,
+        even while other threads and processes write (an export is a consistent backup)."""
         conn = self._conn()
         if conn.in_transaction:
-            yield conn
+            yield
             return
         conn.execute("BEGIN")
         try:
-            yield conn
+            conn.execute("SELECT 1 FROM meta LIMIT 1").fetchone()  # the snapshot starts at the first read
+            yield
         finally:
             conn.execute("COMMIT")
 

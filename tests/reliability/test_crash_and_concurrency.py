@@ -92,3 +92,32 @@ def test_processes_share_one_store(tmp_path) -> None:  # type: ignore[no-untyped
     assert sorted(m.turn for m in turns) == list(range(120))
     assert len(reader.search("shared", "process line", k=500)) == 120
     reader.close()
+
+
+def test_export_is_a_consistent_snapshot_while_writes_continue(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from memory_bank.original_format import export_data
+
+    bank = MemoryBank.open(tmp_path / "store", encoder_instance=HashingEncoder(64))
+    for u in ("a", "b"):
+        bank.add_turn(u, "start", "ok", at="2023-05-01T09:00")
+    stop = threading.Event()
+
+    def writer() -> None:  # always adds to both users in one step each: a and b grow in lockstep
+        i = 0
+        while not stop.is_set():
+            bank.add_turn("a", f"a {i}", "ok", at="2023-05-01T10:00")
+            bank.add_turn("b", f"b {i}", "ok", at="2023-05-01T10:00")
+            i += 1
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        for _ in range(10):
+            snap = export_data(bank)
+            na = len(snap["a"]["history"]["2023-05-01"])
+            nb = len(snap["b"]["history"]["2023-05-01"])
+            assert nb in (na, na - 1)  # b is written right after a; never ahead, never two behind
+    finally:
+        stop.set()
+        t.join()
+    bank.close()
