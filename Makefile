@@ -21,7 +21,7 @@ run: install
 	$(VENV)/bin/silicon-friend web
 
 lint: install
-	$(VENV)/bin/ruff check memory_bank silicon_friend finetune scripts tests
+	$(VENV)/bin/ruff check memory_bank silicon_friend finetune scripts tests examples
 	$(VENV)/bin/ruff format --check memory_bank
 
 typecheck: install

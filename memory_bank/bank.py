@@ -14,7 +14,6 @@ import dataclasses
 import datetime as dt
 import logging
 import threading
-import zlib
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -283,16 +282,13 @@ class MemoryBank:
         return self.storage.upsert_memory(rec.id, memory, vector, self.encoder_name)
 
     def delete_memory(self, user: str, memory_id: str) -> Memory:
-        """Delete one memory and mark the summaries that may quote it stale (to be regenerated)."""
+        """Delete one memory, and blank every summary that may quote it: the daily layers of its day
+        and the global layers, in the same transaction. They stay marked stale until the
+        summariser regenerates them from what is left, so no copy of deleted content survives."""
         rec = self.user(user)
         target = self._find(rec, memory_id)
-        self.storage.delete_memories(rec.id, [target.rowid or 0])
-        if target.kind is MemoryKind.TURN:
-            self.storage.mark_stale(
-                rec.id, [MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY], [target.date]
-            )
-        if not target.kind.is_global:
-            self.storage.mark_stale(rec.id, [MemoryKind.GLOBAL_SUMMARY, MemoryKind.GLOBAL_PORTRAIT], None)
+        days = [target.date] if target.kind is MemoryKind.TURN else []
+        self.storage.delete_memories(rec.id, [target.rowid or 0], scrub_dates=days)
         return target
 
     def _find(self, rec: UserRecord, memory_id: str) -> Memory:
@@ -465,15 +461,7 @@ class MemoryBank:
                 mode=mode,  # type: ignore[arg-type]
                 tau=f.tau,
             )
-            rng = None
-            if f.policy == "stochastic":
-                # Seeded passes are reproducible per (seed, user, day); unseeded ones are not.
-                entropy = (
-                    None
-                    if seed is None
-                    else [seed, zlib.crc32(rec.name.encode()), forgetting.day_number(today)]
-                )
-                rng = np.random.default_rng(entropy)
+            rng = forgetting.pass_rng(seed, rec.name, today) if f.policy == "stochastic" else None
             drop = forgetting.forget_mask(r, policy=f.policy, threshold=f.threshold, rng=rng)
             gone = [m for m, d in zip(mems, drop.tolist(), strict=True) if d]
             if gone:
@@ -502,6 +490,32 @@ class MemoryBank:
         wanted = set(memory_ids)
         mems = [m for m in self.storage.memories(rec.id) if m.memory_id in wanted]
         self.storage.set_archived(rec.id, [m.rowid or 0 for m in mems], False)
+
+    def archive(self, user: str, memory_ids: Sequence[str]) -> None:
+        """Take memories out of retrieval without deleting them (undo with :meth:`restore`)."""
+        rec = self.user(user)
+        wanted = set(memory_ids)
+        mems = [m for m in self.storage.memories(rec.id) if m.memory_id in wanted]
+        self.storage.set_archived(rec.id, [m.rowid or 0 for m in mems], True)
+
+    # -- LangChain adapters (imported lazily) ---------------------------------------------
+    def as_retriever(self, user: str, **kwargs: Any) -> Any:
+        """A LangChain retriever bound to ``user``; see :mod:`memory_bank.langchain`."""
+        from memory_bank.langchain import as_retriever
+
+        return as_retriever(self, user, **kwargs)
+
+    def as_memory(self, user: str, **kwargs: Any) -> Any:
+        """A classic LangChain ``BaseMemory`` bound to ``user``."""
+        from memory_bank.langchain import as_memory
+
+        return as_memory(self, user, **kwargs)
+
+    def as_middleware(self, user: str | None = None, **kwargs: Any) -> Any:
+        """Agent middleware for ``langchain.agents.create_agent``."""
+        from memory_bank.langchain import as_middleware
+
+        return as_middleware(self, user, **kwargs)
 
     def purge_archived(self, user: str | None = None) -> int:
         """Delete forgotten (archived) memories for good."""

@@ -22,6 +22,7 @@ Modes:
 from __future__ import annotations
 
 import datetime as dt
+import zlib
 from collections.abc import Sequence
 from typing import Literal
 
@@ -78,6 +79,13 @@ def forget_mask(
         gen = rng if rng is not None else np.random.default_rng()
         return gen.random(r.shape) >= r
     raise ValueError(f"unknown forgetting policy {policy!r}; use 'stochastic' or 'threshold'")
+
+
+def pass_rng(seed: int | None, user: str, day: str | dt.date) -> np.random.Generator:
+    """The generator of a stochastic pass: reproducible per (seed, user, day) when seeded."""
+    if seed is None:
+        return np.random.default_rng()
+    return np.random.default_rng([seed, zlib.crc32(user.encode()), day_number(day)])
 
 
 _EPOCH = dt.date(1970, 1, 1)

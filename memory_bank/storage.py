@@ -121,7 +121,12 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def set_archived(self, user_id: int, rowids: Sequence[int], archived: bool) -> None: ...
     @abc.abstractmethod
-    def delete_memories(self, user_id: int, rowids: Sequence[int]) -> int: ...
+    def delete_memories(
+        self, user_id: int, rowids: Sequence[int], scrub_dates: Iterable[str] | None = None
+    ) -> int:
+        """Delete memories; with ``scrub_dates``, in the same transaction blank the daily layers of
+        those dates and the global layers (marked stale, to be regenerated without them)."""
+
     @abc.abstractmethod
     def mark_stale(self, user_id: int, kinds: Iterable[MemoryKind], dates: Iterable[str] | None) -> int: ...
     @abc.abstractmethod
@@ -582,7 +587,9 @@ class SQLiteStorage(Storage):
             )
             self._bump(c, user_id, epoch=True)
 
-    def delete_memories(self, user_id: int, rowids: Sequence[int]) -> int:
+    def delete_memories(
+        self, user_id: int, rowids: Sequence[int], scrub_dates: Iterable[str] | None = None
+    ) -> int:
         if not len(rowids):
             return 0
         with self._write() as c:
@@ -592,6 +599,19 @@ class SQLiteStorage(Storage):
                 ids,
             )
             n = c.executemany("DELETE FROM memories WHERE id = ? AND user_id = ?", ids).rowcount
+            if scrub_dates is not None:
+                days = list(scrub_dates)
+                scrub = (
+                    "FROM memories WHERE user_id = ? AND (kind IN ('global_summary', 'global_portrait') OR "
+                    f"(kind IN ('daily_summary', 'daily_personality') AND date IN ({','.join('?' * len(days))})))"
+                )
+                c.execute(
+                    f"DELETE FROM embeddings WHERE memory_rowid IN (SELECT id {scrub})", (user_id, *days)
+                )
+                c.execute(
+                    f"UPDATE memories SET text = '', stale = 1 WHERE id IN (SELECT id {scrub})",
+                    (user_id, *days),
+                )
             self._bump(c, user_id, epoch=True)
         return int(n)
 

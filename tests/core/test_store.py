@@ -78,15 +78,22 @@ def test_writes_from_another_bank_instance_are_seen(make_bank, tmp_path) -> None
     assert all("kayaks" not in h.memory.text for h in b.search("Ann", "kayaks", k=5))
 
 
-def test_delete_memory_marks_summaries_stale_and_removes_it(bank) -> None:  # type: ignore[no-untyped-def]
+def test_delete_memory_scrubs_every_summary_that_could_quote_it(bank) -> None:  # type: ignore[no-untyped-def]
     m = bank.add_turn("Ann", "My PIN is 4321.", "Please keep that private!", at="2023-05-01T10:00")
+    bank.add_turn("Ann", "I like tea.", "Me too.", at="2023-05-02T10:00")
     bank.set_layer("Ann", MemoryKind.DAILY_SUMMARY, "Ann shared her PIN 4321.", date="2023-05-01")
-    bank.set_layer("Ann", MemoryKind.GLOBAL_SUMMARY, "Ann shared a PIN.")
+    bank.set_layer("Ann", MemoryKind.DAILY_PERSONALITY, "Trusting; told her PIN 4321.", date="2023-05-01")
+    bank.set_layer("Ann", MemoryKind.DAILY_SUMMARY, "Ann likes tea.", date="2023-05-02")
+    bank.set_layer("Ann", MemoryKind.GLOBAL_SUMMARY, "Ann shared a PIN (4321) and likes tea.")
+    bank.set_layer("Ann", MemoryKind.GLOBAL_PORTRAIT, "Trusting; PIN 4321.")
     bank.delete_memory("Ann", m.memory_id)
-    assert all("4321" not in h.memory.text or h.memory.kind is not MemoryKind.TURN
-               for h in bank.search("Ann", "PIN 4321", k=5))
-    assert bank.layer("Ann", MemoryKind.DAILY_SUMMARY, "2023-05-01").stale
-    assert bank.layer("Ann", MemoryKind.GLOBAL_SUMMARY).stale
+    assert all("4321" not in h.memory.text for h in bank.search("Ann", "PIN 4321", k=10))
+    assert all("4321" not in mem.text for mem, _ in bank.memories("Ann"))
+    assert "4321" not in str(bank.profile("Ann"))
+    for kind, date in [(MemoryKind.DAILY_SUMMARY, "2023-05-01"), (MemoryKind.GLOBAL_SUMMARY, None)]:
+        layer = bank.layer("Ann", kind, date)
+        assert layer.stale and layer.text == ""  # to be regenerated from what is left
+    assert bank.layer("Ann", MemoryKind.DAILY_SUMMARY, "2023-05-02").text == "Ann likes tea."  # other days kept
     with pytest.raises(MemoryNotFoundError):
         bank.delete_memory("Ann", m.memory_id)
 

@@ -1,0 +1,92 @@
+"""MemoryBank for LangChain apps: a retriever, a classic memory, agent middleware and a
+forgetting document loader, each bound to one user.
+
+>>> from memory_bank import MemoryBank
+>>> from memory_bank.langchain import as_retriever
+>>> bank = MemoryBank.open("./memories", encoder="hashing")            # doctest: +SKIP
+>>> retriever = as_retriever(bank, "Emily", k=3)                       # doctest: +SKIP
+
+* :class:`MemoryBankRetriever`, a ``langchain_core`` ``BaseRetriever``: LCEL chains, RAG;
+* :class:`MemoryBankMemory`, a ``langchain_classic`` ``BaseMemory``: ``ConversationChain``, ``LLMChain``;
+* :class:`MemoryBankMiddleware`, an ``AgentMiddleware``: ``langchain.agents.create_agent``;
+* :class:`MemoryForgetterLoader`, a ``BaseLoader``: forgetting in front of any vector store.
+
+Importing this package imports none of them: each module (and ``langchain_classic`` or
+``langchain.agents`` behind it) loads when its name is first used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memory_bank.bank import MemoryBank
+    from memory_bank.langchain.loader import ForgettingResult, MemoryForgetterLoader
+    from memory_bank.langchain.memory import MemoryBankMemory
+    from memory_bank.langchain.middleware import MemoryBankMiddleware
+    from memory_bank.langchain.prompts import conversation_prompt
+    from memory_bank.langchain.retriever import MemoryBankRetriever
+
+_LAZY = {
+    "MemoryBankRetriever": "memory_bank.langchain.retriever",
+    "MemoryBankMemory": "memory_bank.langchain.memory",
+    "MemoryBankMiddleware": "memory_bank.langchain.middleware",
+    "MemoryForgetterLoader": "memory_bank.langchain.loader",
+    "ForgettingResult": "memory_bank.langchain.loader",
+    "conversation_prompt": "memory_bank.langchain.prompts",
+}
+
+__all__ = [
+    "ForgettingResult",
+    "MemoryBankMemory",
+    "MemoryBankMiddleware",
+    "MemoryBankRetriever",
+    "MemoryForgetterLoader",
+    "as_loader",
+    "as_memory",
+    "as_middleware",
+    "as_retriever",
+    "conversation_prompt",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+def as_retriever(bank: MemoryBank, user: str, **kwargs: Any) -> MemoryBankRetriever:
+    """A :class:`MemoryBankRetriever` over ``user``'s memories (``k``, ``reinforce``, ``kinds``)."""
+    from memory_bank.langchain.retriever import MemoryBankRetriever
+
+    return MemoryBankRetriever(bank=bank, user=user, **kwargs)
+
+
+def as_memory(bank: MemoryBank, user: str, **kwargs: Any) -> MemoryBankMemory:
+    """A classic :class:`MemoryBankMemory` for ``user`` (``k``, ``window``, ``reinforce``...)."""
+    from memory_bank.langchain.memory import MemoryBankMemory
+
+    return MemoryBankMemory(bank=bank, user=user, **kwargs)
+
+
+def as_middleware(bank: MemoryBank, user: str | None, **kwargs: Any) -> MemoryBankMiddleware:
+    """A :class:`MemoryBankMiddleware` for ``user`` (or ``user=None, context_key="user_id"``)."""
+    from memory_bank.langchain.middleware import MemoryBankMiddleware
+
+    return MemoryBankMiddleware(bank, user, **kwargs)
+
+
+def as_loader(bank: MemoryBank, user: str, **kwargs: Any) -> MemoryForgetterLoader:
+    """A :class:`MemoryForgetterLoader` reading ``user``'s memories from the store."""
+    from memory_bank.langchain.loader import MemoryForgetterLoader
+
+    return MemoryForgetterLoader(bank, user, **kwargs)

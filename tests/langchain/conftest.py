@@ -1,0 +1,63 @@
+"""Fixtures for the LangChain adapters: a bank with the hashing encoder and a fixed clock, and a
+chat model that records what it was sent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatResult
+from pydantic import Field
+
+from memory_bank import MemoryBank
+from memory_bank.embeddings import HashingEncoder
+from tests.conftest import FixedClock
+
+
+@pytest.fixture
+def make_bank(tmp_path, clock: FixedClock) -> Iterator[Any]:  # type: ignore[no-untyped-def]
+    banks: list[MemoryBank] = []
+
+    def make(name: str = "store", **overrides: Any) -> MemoryBank:
+        bank = MemoryBank.open(
+            tmp_path / name, clock=clock, encoder_instance=HashingEncoder(256), **overrides
+        )
+        banks.append(bank)
+        return bank
+
+    yield make
+    for b in banks:
+        b.close()
+
+
+@pytest.fixture
+def bank(make_bank) -> MemoryBank:  # type: ignore[no-untyped-def]
+    return make_bank()
+
+
+class RecordingChatModel(GenericFakeChatModel):
+    """A fake chat model that replies from a list and keeps every prompt it was sent.
+
+    ``bind_tools`` is accepted (and ignored) so that agents with tools can use it.
+    """
+
+    prompts: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.prompts.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> RecordingChatModel:  # type: ignore[override]
+        return self
+
+    def system_texts(self) -> list[str]:
+        """The system message of each prompt ('' where there was none)."""
+        return [next((m.text for m in p if m.type == "system"), "") for p in self.prompts]
+
+
+def recording_model(*replies: str | AIMessage) -> RecordingChatModel:
+    messages = [r if isinstance(r, AIMessage) else AIMessage(content=r) for r in replies]
+    return RecordingChatModel(messages=iter(messages))
