@@ -17,8 +17,10 @@ import pytest
 pytestmark = pytest.mark.filterwarnings("ignore::langchain_core._api.LangChainDeprecationWarning")
 
 REPO = Path(__file__).resolve().parents[2]
-DOC = REPO / "docs" / "langchain.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
+_README = (REPO / "README.md").read_text(encoding="utf-8")
+_START = _README.index("## Use it in LangChain")
+SECTION = _README[_START : _README.index("\n## ", _START + 3)]
+BLOCKS = re.findall(r"```python\n(.*?)```", SECTION, flags=re.S)
 #: Text each block of the doc prints, in order (the memory or the reply it leads to).
 EXPECTED = [
     "Your cat is called Miso.",
@@ -38,7 +40,7 @@ def test_doc_block_runs(code: str, expected: str, tmp_path: Path, monkeypatch: p
     out = io.StringIO()
     namespace: dict[str, Any] = {"__name__": "__doc_example__"}
     with contextlib.redirect_stdout(out):
-        exec(compile(code, f"{DOC.name}", "exec"), namespace)
+        exec(compile(code, "README.md", "exec"), namespace)
     assert expected in out.getvalue()
     namespace["bank"].close()
 
