@@ -1,0 +1,147 @@
+"""The ``silicon-friend`` command: ``web`` (the Gradio app) and ``chat`` (the terminal).
+
+    silicon-friend web [--host 127.0.0.1] [--port 7860] [--data-dir DIR] [--llm SPEC]
+                       [--language en|zh] [--share] [--auth user:pass | --auth-file F]
+    silicon-friend chat [--user NAME] [--llm SPEC] [--language en|zh] [--data-dir DIR]
+
+``--llm`` takes an LLM spec (see :mod:`memory_bank.llm`): ``openai:gpt-4o-mini``,
+``openai:MODEL@http://127.0.0.1:8080/v1``, ``llamacpp:/path/model.gguf``,
+``hf:/path/model+/path/adapter``; without it, the packaged SmolLM2-135M-Instruct runs offline.
+Errors print one line and exit with code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+
+from silicon_friend import __version__
+
+logger = logging.getLogger("silicon_friend.cli")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--data-dir", default="./memorybank_data", help="memory store directory (default: ./memorybank_data)"
+    )
+    parser.add_argument("--llm", help="LLM spec (default: the packaged SmolLM2 through llama.cpp)")
+    parser.add_argument("--language", choices=["en", "zh"], default="en", help="prompts, UI and encoder")
+    parser.add_argument("--config", help="memory bank YAML config (flags override it)")
+    parser.add_argument("--encoder", help="encoder override: minilm, use-multilingual, hashing or a path")
+    parser.add_argument("--forgetting", choices=["off", "paper", "original-code"], help="forgetting mode")
+    parser.add_argument("--top-k", type=int, default=2, help="memories retrieved per reply (0: none)")
+    parser.add_argument("--history-turns", type=int, default=7, help="recent turns kept in the prompt")
+    parser.add_argument("--max-new-tokens", type=int, default=256)
+    parser.add_argument("--temperature", type=float, default=0.7)
+    parser.add_argument("--top-p", type=float, default=0.9)
+    parser.add_argument(
+        "--context-tokens", type=int, help="the model's context size (default: what it reports)"
+    )
+    parser.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for the model's reply")
+    parser.add_argument("--no-summaries", action="store_true", help="no background day summaries")
+    parser.add_argument("-v", "--verbose", action="store_true")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="silicon-friend", description="SiliconFriend: an AI companion with long-term memory."
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    web = sub.add_parser("web", help="serve the web app")
+    _common(web)
+    web.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
+    web.add_argument("--port", type=int, default=7860)
+    web.add_argument("--share", action="store_true", help="open a public Gradio share link (off by default)")
+    login = web.add_mutually_exclusive_group()
+    login.add_argument("--auth", action="append", metavar="USER:PASS", help="require login (repeatable)")
+    login.add_argument("--auth-file", help="file of user:pass lines; the login name is the memory user")
+    web.add_argument("--concurrency", type=int, default=4, help="replies generated at once")
+    chat = sub.add_parser("chat", help="chat in the terminal")
+    _common(chat)
+    chat.add_argument("--user", help="your name (asked if not given)")
+    return parser
+
+
+def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    from silicon_friend.engine import ChatSettings
+    from silicon_friend.runtime import Options
+
+    return Options(
+        data_dir=args.data_dir,
+        llm=args.llm,
+        language=args.language,
+        encoder=args.encoder,
+        config=args.config,
+        forgetting=args.forgetting,
+        context_tokens=args.context_tokens,
+        summaries=not args.no_summaries,
+        timeout=args.timeout,
+        settings=ChatSettings(
+            temperature=args.temperature,
+            top_p=args.top_p,
+            max_new_tokens=args.max_new_tokens,
+            top_k=args.top_k,
+            history_turns=args.history_turns,
+        ),
+    )
+
+
+def _web(args: argparse.Namespace) -> int:
+    from silicon_friend.runtime import build_engine
+    from silicon_friend.web.server import load_credentials, serve
+
+    credentials = load_credentials(args.auth or (), args.auth_file)
+    engine = build_engine(_options(args))
+    try:
+        serve(
+            engine,
+            host=args.host,
+            port=args.port,
+            share=args.share,
+            credentials=credentials,
+            concurrency=args.concurrency,
+        )
+    finally:
+        engine.close()
+        engine.bank.close()
+    return 0
+
+
+def _chat(args: argparse.Namespace) -> int:
+    from silicon_friend.runtime import build_engine
+    from silicon_friend.terminal import run_chat
+
+    engine = build_engine(_options(args))
+    try:
+        return run_chat(engine, args.user)
+    finally:
+        engine.close()
+        engine.bank.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+    )
+    os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # never phone home
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    from memory_bank.errors import MemoryBankError
+
+    try:
+        return _web(args) if args.command == "web" else _chat(args)
+    except MemoryBankError as e:
+        print(f"silicon-friend: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("silicon-friend: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

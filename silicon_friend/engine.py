@@ -1,0 +1,370 @@
+"""The conversation engine: one reply is one LLM call, with MemoryBank around it. No UI code.
+
+For each user message the engine retrieves the related memories, reads the user's global portrait
+and event summary, fits them with the recent dialog into the model's context
+(:mod:`silicon_friend.budget`), streams the reply, then stores the turn, reinforces the memories
+the prompt used, and tells the day-rollover scheduler (which summarises finished days in the
+background).
+
+Failures never lose the user's words: if the model raises, times out or returns nothing, the
+user's message is still stored, with an empty response (an empty response in the store always
+means "no reply was given"), and the turn carries an ``error`` the UI shows.
+
+Example::
+
+    bank = MemoryBank.open("./memorybank_data")
+    friend = SiliconFriend(bank, load_model(None), language="en")
+    session = friend.start("Emily")
+    for piece in friend.stream(session, "I adopted a cat today!"):
+        print(piece, end="", flush=True)
+    turn = session.turns[-1]        # .response, .error, .memory_id, .memories
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import datetime as dt
+import logging
+import threading
+from collections.abc import Callable, Generator
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from memory_bank import MemoryBank
+from memory_bank.bank import MAX_TEXT
+from memory_bank.errors import InvalidInputError, MemoryBankError
+from memory_bank.records import Memory
+from memory_bank.text import validate_user
+from silicon_friend.budget import FittedPrompt, PromptPlan, fit_prompt
+from silicon_friend.errors import ModelError, NoSessionError, SiliconFriendError
+from silicon_friend.models import LoadedModel, call_params, clean_text, prepare_model, stream_text
+from silicon_friend.prompts import prompt_texts
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class ChatSettings:
+    """Generation and memory settings of a reply (the web app's sliders).
+
+    ``top_k = 0`` retrieves no memories (a no-memory baseline); ``history_turns`` is the number
+    of recent turns of this conversation kept in the prompt (the original's 7).
+    """
+
+    temperature: float = 0.7
+    top_p: float = 0.9
+    max_new_tokens: int = 256
+    top_k: int = 2
+    history_turns: int = 7
+
+    def __post_init__(self) -> None:
+        checks = (
+            ("temperature", 0.0, 2.0),
+            ("top_p", 0.0, 1.0),
+            ("max_new_tokens", 1, 8192),
+            ("top_k", 0, 50),
+            ("history_turns", 0, 100),
+        )
+        for name, low, high in checks:
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not low <= value <= high:
+                raise InvalidInputError(f"{name} must be between {low} and {high}, got {value!r}")
+        self.max_new_tokens = int(self.max_new_tokens)
+        self.top_k = int(self.top_k)
+        self.history_turns = int(self.history_turns)
+
+    def replace(self, **changes: Any) -> ChatSettings:
+        return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+@dataclasses.dataclass
+class Turn:
+    """One exchange of a session; ``error`` is set when no (complete) reply was given."""
+
+    query: str
+    timestamp: str
+    response: str = ""
+    memory_id: str | None = None
+    error: str | None = None
+    stopped: bool = False
+    memories: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+
+@dataclasses.dataclass
+class Session:
+    """One user's conversation (one browser tab, one terminal chat).
+
+    ``returning`` says whether the user had memories when the session started. ``turns`` is the
+    conversation shown on screen; "New Conversation" empties it but keeps every memory.
+    """
+
+    user: str
+    returning: bool = False
+    turns: list[Turn] = dataclasses.field(default_factory=list)
+    cancel: threading.Event = dataclasses.field(default_factory=threading.Event, repr=False, compare=False)
+    lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Session:
+        # Thread primitives cannot be copied; a copy gets fresh ones.
+        return Session(self.user, self.returning, copy.deepcopy(self.turns, memo))
+
+    def recent(self, n: int) -> list[Turn]:
+        """The last ``n`` answered turns (failed ones are left out of the prompt)."""
+        done = [t for t in self.turns if not t.failed and t.response]
+        return done[-n:] if n > 0 else []
+
+
+class SiliconFriend:
+    """SiliconFriend: a companion chatbot with MemoryBank long-term memory.
+
+    Args:
+        bank: the (thread-safe) memory bank, shared by every session.
+        model: a :class:`~silicon_friend.models.LoadedModel` or any LangChain chat model.
+        language: ``en`` or ``zh``: the prompt table used.
+        settings: default :class:`ChatSettings`.
+        summarizer / scheduler: from :mod:`memory_bank.summaries` (optional): summarise on request,
+            and summarise finished days in the background.
+        clock: "now" (default: the bank's clock).
+    """
+
+    def __init__(
+        self,
+        bank: MemoryBank,
+        model: LoadedModel | BaseChatModel,
+        *,
+        language: str = "en",
+        settings: ChatSettings | None = None,
+        summarizer: Any = None,
+        scheduler: Any = None,
+        clock: Callable[[], dt.datetime] | None = None,
+        first_token_timeout: float = 180.0,
+        idle_timeout: float = 60.0,
+    ) -> None:
+        self.bank = bank
+        self.model = model if isinstance(model, LoadedModel) else prepare_model(model)
+        self.texts = prompt_texts(language)
+        self.language = language
+        self.settings = settings or ChatSettings()
+        self.summarizer = summarizer
+        self.scheduler = scheduler
+        self.clock = clock or bank.clock
+        self.first_token_timeout = first_token_timeout
+        self.idle_timeout = idle_timeout
+
+    @property
+    def bot_name(self) -> str:
+        return self.texts.bot_name
+
+    # -- sessions -----------------------------------------------------------------------------
+    def start(self, user: str) -> Session:
+        """Open a session for ``user`` (validated); ``returning`` says whether they have memories."""
+        validate_user(user)
+        returning = False
+        if self.bank.has_user(user):
+            user = self.bank.user(user).name
+            returning = bool(self.bank.memories(user, include_archived=False))
+        logger.info("session started for %r (%s)", user, "returning" if returning else "new")
+        return Session(user=user, returning=returning)
+
+    def new_conversation(self, session: Session) -> None:
+        """Empty the on-screen conversation; memories stay."""
+        with session.lock:
+            session.turns.clear()
+
+    def stop(self, session: Session) -> None:
+        """Ask a reply being streamed in ``session`` to stop (the part shown so far is kept)."""
+        session.cancel.set()
+
+    # -- prompting ----------------------------------------------------------------------------
+    def _related(
+        self, session: Session, message: str, settings: ChatSettings, skip: set[str]
+    ) -> list[Memory]:
+        if settings.top_k == 0 or not self.bank.has_user(session.user):
+            return []
+        hits = self.bank.search(session.user, message, k=settings.top_k + len(skip))
+        return [h.memory for h in hits if h.memory.memory_id not in skip][: settings.top_k]
+
+    def prepare(self, session: Session, message: str, settings: ChatSettings | None = None) -> FittedPrompt:
+        """The prompt for ``message`` in ``session`` (retrieval and budgeting, no LLM call)."""
+        settings = settings or self.settings
+        window = session.recent(settings.history_turns)
+        skip = {t.memory_id for t in window if t.memory_id}
+        profile = self.bank.profile(session.user)
+        first_time = not session.returning and not any(not t.failed for t in session.turns)
+        plan = PromptPlan(
+            texts=self.texts,
+            user=session.user.strip(),  # imported keys may carry stray spaces (' Jason ')
+            today=self.clock().date().isoformat(),
+            message=message,
+            first_time=first_time,
+            memories=self._related(session, message, settings, skip),
+            portrait=profile["global_portrait"],
+            summary=profile["global_summary"],
+            history=[(t.query, t.response) for t in window],
+        )
+        return fit_prompt(
+            plan,
+            context_tokens=self.model.context_tokens,
+            max_new_tokens=settings.max_new_tokens,
+            count=self.model.count_tokens,
+        )
+
+    # -- replying -----------------------------------------------------------------------------
+    def stream(
+        self, session: Session, message: str, settings: ChatSettings | None = None
+    ) -> Generator[str, None, None]:
+        """Reply to ``message``, yielding the reply in pieces; the finished :class:`Turn` is
+        ``session.turns[-1]`` (stored in the bank, ``error`` set if the model failed).
+
+        Closing the iterator early, or :meth:`stop`, keeps the part generated so far.
+        """
+        if session is None:
+            raise NoSessionError("say who you are first: enter your name")
+        if not isinstance(message, str) or not message.strip():
+            raise InvalidInputError("the message is empty; type something to send")
+        message = clean_text(message)
+        if len(message) > MAX_TEXT:
+            raise InvalidInputError(f"the message is {len(message):,} characters; the limit is {MAX_TEXT:,}")
+        settings = settings or self.settings
+        with session.lock:
+            session.cancel.clear()
+            now = self.clock()
+            turn = Turn(query=message, timestamp=now.isoformat(timespec="seconds"))
+            pieces: list[str] = []
+            fitted: FittedPrompt | None = None
+            try:
+                fitted = self.prepare(session, message, settings)
+                turn.memories = [m.memory_id for m in fitted.memories]
+                session.turns.append(turn)
+                params = call_params(
+                    self.model.chat_model,
+                    temperature=settings.temperature,
+                    top_p=settings.top_p,
+                    max_tokens=fitted.max_new_tokens,
+                )
+                for piece in stream_text(
+                    self.model.chat_model,
+                    fitted.messages,
+                    params=params,
+                    cancel=session.cancel,
+                    first_token_timeout=self.first_token_timeout,
+                    idle_timeout=self.idle_timeout,
+                ):
+                    pieces.append(piece)
+                    turn.response = "".join(pieces)
+                    yield piece
+                turn.stopped = session.cancel.is_set()
+            except GeneratorExit:
+                turn.stopped = True
+                raise
+            except ModelError as e:
+                turn.error = str(e)
+            except MemoryBankError as e:
+                turn.error = f"memory error: {e}"
+            except Exception as e:  # the chat must survive any backend bug; the log has the trace
+                logger.exception("reply failed")
+                turn.error = f"unexpected error: {type(e).__name__}: {e}"
+            finally:
+                if not session.turns or session.turns[-1] is not turn:
+                    session.turns.append(turn)
+                self._finish(session, turn, "".join(pieces), now, fitted)
+
+    def reply(self, session: Session, message: str, settings: ChatSettings | None = None) -> Turn:
+        """Like :meth:`stream`, returning the finished turn."""
+        for _ in self.stream(session, message, settings):
+            pass
+        return session.turns[-1]
+
+    def _finish(
+        self, session: Session, turn: Turn, text: str, now: dt.datetime, fitted: FittedPrompt | None
+    ) -> None:
+        turn.response = text.strip()
+        if not turn.response and turn.error is None:
+            turn.error = (
+                "the reply was stopped before the model said anything"
+                if turn.stopped
+                else "the model returned an empty reply"
+            )
+        if turn.error:
+            logger.warning("no reply for %r: %s", session.user, turn.error)
+            turn.response = ""
+        try:
+            try:
+                memory = self.bank.add_turn(session.user, turn.query, turn.response, at=now)
+            except InvalidInputError as e:  # a reply the store refuses: keep the user's words at least
+                if not turn.response:
+                    raise
+                logger.warning("storing the reply failed (%s); storing the message alone", e)
+                turn.error, turn.response = f"the reply could not be stored: {e}", ""
+                memory = self.bank.add_turn(session.user, turn.query, "", at=now)
+            turn.memory_id = memory.memory_id
+            if fitted is not None and fitted.memories and not turn.failed:
+                self.bank.reinforce(session.user, [m.memory_id for m in fitted.memories], now=now)
+        except MemoryBankError as e:
+            logger.exception("could not store the turn of %r", session.user)
+            turn.error = f"{turn.error + '; ' if turn.error else ''}the turn could not be saved: {e}"
+            return
+        if self.scheduler is not None:
+            try:
+                self.scheduler.on_turn(session.user, now.date())
+            except Exception:
+                logger.exception("the day-summary scheduler failed")
+
+    def regenerate(
+        self, session: Session, settings: ChatSettings | None = None
+    ) -> Generator[str, None, None]:
+        """Answer the last message again: the last turn is removed (from the bank too) and re-asked."""
+        last = self.remove_last_turn(session)
+        if last is None:
+            raise InvalidInputError("there is no message to regenerate a reply for")
+        return self.stream(session, last.query, settings)
+
+    def remove_last_turn(self, session: Session) -> Turn | None:
+        """Remove the last turn from the conversation and from the user's memories."""
+        with session.lock:
+            if not session.turns:
+                return None
+            turn = session.turns.pop()
+            if turn.memory_id:
+                try:
+                    self.bank.delete_memory(session.user, turn.memory_id)
+                except MemoryBankError as e:  # already forgotten or deleted elsewhere
+                    logger.info("turn %s was already gone: %s", turn.memory_id, e)
+            return turn
+
+    # -- memory -------------------------------------------------------------------------------
+    def summarize(self, session: Session) -> dict[str, str]:
+        """Summarise the user's memories now, today included (the background scheduler only
+        summarises finished days); returns the global layers.
+
+        Raises :class:`SiliconFriendError` when every summary failed.
+        """
+        if self.summarizer is None:
+            raise SiliconFriendError(
+                "summaries are not available in this installation (memory_bank.summaries is missing)"
+            )
+        if not self.bank.has_user(session.user):
+            raise InvalidInputError(f"{session.user!r} has no memories to summarise yet; chat first")
+        now = self.clock()
+        today = now.date().isoformat()
+        reports = [self.summarizer.summarize_user(session.user, now)]
+        if self.bank.history(session.user, date=today):
+            reports.append(self.summarizer.summarize_day(session.user, today, force=False))
+            reports.append(self.summarizer.summarize_globals(session.user))
+        failed = [f for r in reports for f in r.failed]
+        if failed and not any(r.written for r in reports):
+            raise SiliconFriendError(f"summarising failed: {failed[0].error}")
+        for f in failed:
+            logger.warning("summary %s %s of %r failed: %s", f.kind, f.date or "", session.user, f.error)
+        return self.bank.profile(session.user)
+
+    def close(self) -> None:
+        """Finish background summaries (the bank is closed by its owner)."""
+        if self.scheduler is not None:
+            self.scheduler.close()

@@ -1,0 +1,30 @@
+"""SiliconFriend's error vocabulary.
+
+Errors raised on purpose derive from :class:`SiliconFriendError`, which derives from
+:class:`memory_bank.errors.MemoryBankError` so one ``except`` (and the CLI's one-line message and
+exit code 2) covers the memory core and the app alike.
+"""
+
+from __future__ import annotations
+
+from memory_bank.errors import InvalidInputError, MemoryBankError
+
+
+class SiliconFriendError(MemoryBankError):
+    """Base class of every error SiliconFriend raises on purpose."""
+
+
+class ModelError(SiliconFriendError):
+    """The chat model failed to reply: it raised, timed out, or returned nothing."""
+
+
+class ModelTimeoutError(ModelError):
+    """The chat model gave no (further) output within the time limit."""
+
+
+class PromptTooLongError(ModelError, InvalidInputError):
+    """The instruction and the user's message alone do not fit the model's context window."""
+
+
+class NoSessionError(SiliconFriendError, InvalidInputError):
+    """An action needs a user, but no one has said who they are yet."""

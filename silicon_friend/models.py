@@ -1,0 +1,210 @@
+"""Chat models for SiliconFriend: building one from an LLM spec, counting its tokens, and
+streaming a reply with a time limit and a stop switch.
+
+The backbones themselves come from :mod:`memory_bank.llm` (``openai``, ``llamacpp``) and from the
+``memorybank.llm_backends`` entry points (``hf``, in :mod:`silicon_friend.backends.hf`). Local
+backbones serialise their own calls (one lock per loaded model), so many browser sessions and the
+background summariser can share one model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import queue
+import re
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from silicon_friend.budget import TokenCounter, estimate_tokens
+from silicon_friend.errors import ModelError, ModelTimeoutError
+
+logger = logging.getLogger(__name__)
+
+#: Context size assumed for a model that does not say (e.g. a remote OpenAI-compatible server).
+DEFAULT_CONTEXT_TOKENS = 4096
+
+
+@dataclasses.dataclass
+class LoadedModel:
+    """A chat model ready for SiliconFriend, with what the engine needs to know about it."""
+
+    chat_model: BaseChatModel
+    name: str
+    context_tokens: int
+    count_tokens: TokenCounter
+    spec: Any = None
+
+
+def token_counter_for(model: BaseChatModel) -> TokenCounter:
+    """The model's own token counter where it has one (llama.cpp, hf), else
+    :func:`silicon_friend.budget.estimate_tokens`, which errs on the high side (a remote server's
+    tokenizer is unknown, and an overfull prompt is a failed reply)."""
+    counter = getattr(model, "count_tokens", None)
+    if callable(counter):
+        return lambda text: int(counter(text))
+    return estimate_tokens
+
+
+def context_tokens_for(model: BaseChatModel, spec: Any = None) -> int:
+    """The model's context window in tokens: the spec's ``n_ctx`` (for a server, say how large
+    its context is), else what the model reports, else :data:`DEFAULT_CONTEXT_TOKENS`."""
+    from memory_bank.llm import context_window
+
+    n_ctx = getattr(spec, "n_ctx", None)
+    if isinstance(n_ctx, int) and n_ctx > 0:
+        return n_ctx
+    return context_window(model, DEFAULT_CONTEXT_TOKENS) or DEFAULT_CONTEXT_TOKENS
+
+
+def prepare_model(
+    chat_model: BaseChatModel,
+    *,
+    name: str = "",
+    spec: Any = None,
+    context_tokens: int | None = None,
+) -> LoadedModel:
+    """Describe a chat model for the engine: its name, context size and token counter."""
+    return LoadedModel(
+        chat_model=chat_model,
+        name=name or getattr(chat_model, "model_name", None) or type(chat_model).__name__,
+        context_tokens=context_tokens or context_tokens_for(chat_model, spec),
+        count_tokens=token_counter_for(chat_model),
+        spec=spec,
+    )
+
+
+def call_params(
+    chat_model: BaseChatModel, *, temperature: float, top_p: float, max_tokens: int
+) -> dict[str, Any]:
+    """Per-call sampling arguments every backbone understands.
+
+    An OpenAI-compatible server model built by :mod:`memory_bank.llm` also sends ``max_tokens``
+    in ``extra_body`` (llama_cpp.server ignores ``max_completion_tokens``); that copy is updated
+    too, or the server would use the spec's limit instead of this reply's.
+    """
+    params: dict[str, Any] = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}
+    extra = getattr(chat_model, "extra_body", None)
+    if isinstance(extra, Mapping) and "max_tokens" in extra:
+        params["extra_body"] = {**extra, "max_tokens": max_tokens}
+    return params
+
+
+def load_model(
+    spec: str | Mapping[str, Any] | None = None, *, context_tokens: int | None = None
+) -> LoadedModel:
+    """Build the chat model named by an LLM spec (see :mod:`memory_bank.llm`); ``None``: the
+    offline default (SmolLM2-135M-Instruct through llama.cpp)."""
+    from memory_bank.llm import build_chat_model, parse_llm_spec
+
+    parsed = parse_llm_spec(spec)
+    started = time.perf_counter()
+    chat_model = build_chat_model(parsed)
+    logger.info("built chat model %s in %.1f s", parsed, time.perf_counter() - started)
+    return prepare_model(chat_model, name=str(parsed), spec=parsed, context_tokens=context_tokens)
+
+
+_ROLES = {"system": SystemMessage, "user": HumanMessage, "assistant": AIMessage}
+
+
+def to_langchain(messages: Sequence[Mapping[str, str]]) -> list[BaseMessage]:
+    """``[{"role", "content"}]`` dicts as LangChain messages."""
+    return [_ROLES[m["role"]](content=m["content"]) for m in messages]
+
+
+def chunk_text(chunk: Any) -> str:
+    """The text of a streamed chunk (content may be a string or a list of parts)."""
+    content = getattr(chunk, "content", chunk)
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
+    return str(content or "")
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def clean_text(text: str) -> str:
+    """``text`` without NUL and other control characters (a small or broken model emits them; the
+    store rejects NUL)."""
+    return _CONTROL.sub("", text)
+
+
+def stream_text(
+    model: BaseChatModel,
+    messages: Sequence[Mapping[str, str]],
+    *,
+    params: Mapping[str, Any] | None = None,
+    cancel: threading.Event | None = None,
+    first_token_timeout: float = 180.0,
+    idle_timeout: float = 60.0,
+    poll: float = 0.05,
+) -> Iterator[str]:
+    """Stream the reply's text pieces; the call runs on a worker thread.
+
+    Stops quietly when ``cancel`` is set. Raises :class:`ModelTimeoutError` when no first piece
+    comes within ``first_token_timeout`` seconds (this includes waiting for a busy local model) or
+    no next piece within ``idle_timeout``; raises :class:`ModelError` when the model raises.
+    """
+    lc_messages = to_langchain(messages)
+    kwargs = dict(params or {})
+    events: queue.Queue[tuple[str, Any]] = queue.Queue()
+    halt = threading.Event()
+
+    def work() -> None:
+        try:
+            stream = model.stream(lc_messages, **kwargs)
+            try:
+                for chunk in stream:
+                    text = clean_text(chunk_text(chunk))
+                    if text:
+                        events.put(("text", text))
+                    if halt.is_set():
+                        break
+            finally:
+                close = getattr(stream, "close", None)
+                if close is not None:
+                    close()
+            events.put(("done", None))
+        except Exception as e:  # handed to the consumer
+            events.put(("error", e))
+
+    worker = threading.Thread(target=work, name="silicon-friend-reply", daemon=True)
+    worker.start()
+    started = last = time.monotonic()
+    got_text = False
+    try:
+        while True:
+            if cancel is not None and cancel.is_set():
+                return
+            try:
+                kind, value = events.get(timeout=poll)
+            except queue.Empty:
+                waited = time.monotonic() - last
+                limit = idle_timeout if got_text else first_token_timeout
+                if waited > limit:
+                    what = "the next part of the reply" if got_text else "a reply"
+                    raise ModelTimeoutError(
+                        f"the model gave no {what} within {limit:.0f} s (it may be busy or stuck)"
+                    ) from None
+                continue
+            last = time.monotonic()
+            if kind == "text":
+                if not got_text:
+                    logger.debug("first token after %.2f s", last - started)
+                got_text = True
+                yield value
+            elif kind == "done":
+                return
+            elif not got_text and isinstance(value, ValueError) and "No generation chunks" in str(value):
+                return  # LangChain's word for a stream that produced nothing: an empty reply
+            else:
+                raise ModelError(f"the model failed: {type(value).__name__}: {value}") from value
+    finally:
+        halt.set()

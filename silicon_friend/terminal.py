@@ -1,0 +1,141 @@
+"""The terminal chat: the original's commands (``clear`` empties the conversation, ``stop`` quits)
+plus ``/memories``, ``/summarize`` and ``/help``. Input and output are injectable for tests.
+
+Example::
+
+    run_chat(engine, "Emily")                                  # interactive
+    run_chat(engine, "Emily", input_fn=iter(["hi", "stop"]).__next__, out=io.StringIO())
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable
+from typing import TextIO
+
+from memory_bank.errors import MemoryBankError
+from silicon_friend.engine import SiliconFriend
+from silicon_friend.memories import memory_rows
+
+
+@dataclasses.dataclass(frozen=True)
+class TerminalTexts:
+    ask_name: str
+    welcome_new: str
+    welcome_back: str
+    help: str
+    you: str
+    cleared: str
+    bye: str
+    failed: str
+    no_memories: str
+    summary: str
+    portrait: str
+    none_yet: str
+
+
+TERMINAL: dict[str, TerminalTexts] = {
+    "en": TerminalTexts(
+        ask_name="What's your name? ",
+        welcome_new="Welcome, {user}! I'm {bot}. This is our first conversation.",
+        welcome_back="Welcome back, {user}! I'm {bot}, and I remember our past conversations.",
+        help="Commands: clear (new conversation), stop (quit), /memories, /summarize, /help",
+        you="{user}: ",
+        cleared="(conversation cleared; your memories are kept)",
+        bye="Bye, {user}! Your memories are saved.",
+        failed="[the model failed to reply: {error}; your message was saved]",
+        no_memories="(no memories yet)",
+        summary="Summary of past events",
+        portrait="Your portrait",
+        none_yet="(not summarised yet)",
+    ),
+    "zh": TerminalTexts(
+        ask_name="你叫什么名字？",
+        welcome_new="欢迎你，{user}！我是{bot}，这是我们的第一次对话。",
+        welcome_back="欢迎回来，{user}！我是{bot}，我记得我们之前的对话。",
+        help="命令：clear（新对话）、stop（退出）、/memories、/summarize、/help",
+        you="{user}：",
+        cleared="（对话已清空，记忆仍然保留）",
+        bye="再见，{user}！你的记忆已保存。",
+        failed="[模型没有成功回复：{error}；你的消息已保存]",
+        no_memories="（还没有记忆）",
+        summary="过往事件总结",
+        portrait="你的性格画像",
+        none_yet="（尚未总结）",
+    ),
+}
+
+InputFn = Callable[[str], str]
+
+
+def _read(input_fn: InputFn, prompt: str, out: TextIO) -> str | None:
+    try:
+        return input_fn(prompt)
+    except (EOFError, StopIteration):
+        return None
+    except KeyboardInterrupt:
+        out.write("\n")
+        return None
+
+
+def run_chat(
+    engine: SiliconFriend,
+    user: str | None = None,
+    *,
+    input_fn: InputFn = input,
+    out: TextIO | None = None,
+) -> int:
+    """Chat in the terminal until ``stop`` or end of input; returns an exit code."""
+    out = out or sys.stdout
+    t = TERMINAL[engine.language]
+    bot = engine.bot_name
+    while not user or not user.strip():
+        user = _read(input_fn, t.ask_name, out)
+        if user is None:
+            return 0
+    session = engine.start(user.strip())
+    fill = lambda s: s.replace("{user}", session.user).replace("{bot}", bot)  # noqa: E731
+    out.write(fill(t.welcome_back if session.returning else t.welcome_new) + "\n" + t.help + "\n")
+    while True:
+        line = _read(input_fn, fill(t.you), out)
+        if line is None or line.strip() == "stop":
+            out.write(fill(t.bye) + "\n")
+            return 0
+        command = line.strip()
+        if not command:
+            continue
+        if command == "clear":
+            engine.new_conversation(session)
+            out.write(t.cleared + "\n")
+        elif command == "/help":
+            out.write(t.help + "\n")
+        elif command == "/memories":
+            rows = memory_rows(engine.bank, session.user)
+            for r in rows:
+                text = " ".join(r.text.split())
+                out.write(f"  {r.date}  S={r.strength}  R={r.retention:.2f}  {text[:100]}\n")
+            if not rows:
+                out.write(t.no_memories + "\n")
+        elif command == "/summarize":
+            try:
+                profile = engine.summarize(session)
+            except MemoryBankError as e:
+                out.write(f"[{e}]\n")
+                continue
+            out.write(f"{t.summary}: {profile['global_summary'] or t.none_yet}\n")
+            out.write(f"{t.portrait}: {profile['global_portrait'] or t.none_yet}\n")
+        else:
+            out.write(f"{bot}: ")
+            out.flush()
+            stream = engine.stream(session, line)
+            try:
+                for piece in stream:
+                    out.write(piece)
+                    out.flush()
+            except KeyboardInterrupt:  # Ctrl-C stops the reply, not the chat
+                stream.close()
+            turn = session.turns[-1]
+            if turn.error:
+                out.write(t.failed.replace("{error}", turn.error))
+            out.write("\n")

@@ -1,0 +1,87 @@
+"""Serving the web app safely: loopback by default, no share link unless asked, optional login,
+no analytics."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from memory_bank.errors import InvalidInputError
+from memory_bank.text import validate_user
+from silicon_friend.engine import SiliconFriend
+
+logger = logging.getLogger(__name__)
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def parse_credential(text: str, where: str = "--auth") -> tuple[str, str]:
+    """``user:password`` as a pair (the password may contain ``:``)."""
+    user, sep, password = text.strip().partition(":")
+    if not sep or not user or not password:
+        raise InvalidInputError(f"{where}: expected user:password, got {text.strip()[:40]!r}")
+    validate_user(user)
+    return user, password
+
+
+def load_credentials(pairs: Iterable[str] = (), auth_file: str | Path | None = None) -> list[tuple[str, str]]:
+    """Credentials from ``--auth user:pass`` values and an ``--auth-file`` (one ``user:pass`` a
+    line; blank lines and ``#`` comments skipped). Duplicate user names are an error."""
+    creds = [parse_credential(p) for p in pairs]
+    if auth_file is not None:
+        path = Path(auth_file).expanduser()
+        if not path.is_file():
+            raise InvalidInputError(f"--auth-file {str(path)!r} does not exist")
+        if os.name == "posix" and path.stat().st_mode & 0o044:
+            logger.warning("%s is readable by other users; chmod 600 it", path)
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip() and not line.lstrip().startswith("#"):
+                creds.append(parse_credential(line, f"{path}:{number}"))
+    names = [u for u, _ in creds]
+    dupes = sorted({u for u in names if names.count(u) > 1})
+    if dupes:
+        raise InvalidInputError(f"user {dupes[0]!r} is given more than one password")
+    return creds
+
+
+def serve(
+    engine: SiliconFriend,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 7860,
+    share: bool = False,
+    credentials: list[tuple[str, str]] | None = None,
+    concurrency: int = 4,
+    block: bool = True,
+) -> Any:
+    """Build and launch the app; returns the Blocks (already running when ``block=False``)."""
+    os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+    from silicon_friend.web.app import build_app
+
+    if host not in LOOPBACK and not credentials:
+        logger.warning(
+            "serving on %s without a login: anyone who can reach it can read any user's memories", host
+        )
+    if share:
+        logger.warning("--share: Gradio opens a public link to this app")
+    demo = build_app(engine, auth=bool(credentials), concurrency=concurrency)
+    demo.queue(default_concurrency_limit=16)
+    demo.launch(
+        server_name=host,
+        server_port=port,
+        share=share,
+        auth=credentials or None,
+        auth_message="SiliconFriend: sign in to open your memories." if credentials else None,
+        prevent_thread_lock=True,
+        show_error=True,
+        ssr_mode=False,
+        quiet=True,
+    )
+    display = f"[{host}]" if ":" in host else host
+    print(f"SiliconFriend is running at http://{display}:{demo.server_port}", flush=True)
+    if block:
+        demo.block_thread()  # until Ctrl-C; the caller closes the engine and the bank
+    return demo

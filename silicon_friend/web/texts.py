@@ -1,0 +1,149 @@
+"""Every string the web app shows, one table per language."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from memory_bank.errors import InvalidInputError
+
+
+@dataclasses.dataclass(frozen=True)
+class UITexts:
+    title: str
+    intro: str
+    name_label: str
+    name_placeholder: str
+    remember: str
+    welcome_new: str
+    welcome_back: str
+    logged_in_as: str
+    need_name: str
+    chat_tab: str
+    memories_tab: str
+    message_label: str
+    message_placeholder: str
+    send: str
+    stop: str
+    new_conversation: str
+    regenerate: str
+    remove_last: str
+    summarize: str
+    settings: str
+    temperature: str
+    top_p: str
+    max_new_tokens: str
+    top_k: str
+    model_failed: str
+    stopped: str
+    nothing_to_regenerate: str
+    summary_title: str
+    portrait_title: str
+    no_summary: str
+    refresh: str
+    memory_id: str
+    delete_memory: str
+    deleted: str
+    export: str
+    export_file: str
+    forget_confirm: str
+    forget_me: str
+    forgot: str
+    forget_unconfirmed: str
+    columns: tuple[str, ...]
+
+
+UI: dict[str, UITexts] = {
+    "en": UITexts(
+        title="SiliconFriend",
+        intro="A warm AI companion who remembers you. Tell me your name so I can recall our past chats.",
+        name_label="Your name",
+        name_placeholder="e.g. Emily",
+        remember="Remember Me",
+        welcome_new="Welcome, **{user}**! Nice to meet you: this is our first conversation.",
+        welcome_back="Welcome back, **{user}**! I remember our past conversations.",
+        logged_in_as="Signed in as **{user}**.",
+        need_name="Please enter your name and click “Remember Me” first.",
+        chat_tab="Chat",
+        memories_tab="My memories",
+        message_label="Message",
+        message_placeholder="Type a message and press Enter",
+        send="Send",
+        stop="Stop",
+        new_conversation="New Conversation",
+        regenerate="Regenerate",
+        remove_last="Remove Last Turn",
+        summarize="Summarize Memory Bank",
+        settings="Settings",
+        temperature="Temperature",
+        top_p="Top-p",
+        max_new_tokens="Max new tokens",
+        top_k="Memories retrieved",
+        model_failed="⚠️ The model failed to reply ({error}). Your message was saved; click Regenerate to try again.",
+        stopped="⏹ (stopped)",
+        nothing_to_regenerate="There is no message to answer again yet.",
+        summary_title="Summary of past events",
+        portrait_title="Your portrait",
+        no_summary="(not summarised yet)",
+        refresh="Refresh",
+        memory_id="Memory to delete",
+        delete_memory="Delete memory",
+        deleted="Deleted memory {memory_id}.",
+        export="Export my memories",
+        export_file="Your memory file (original MemoryBank format)",
+        forget_confirm="I understand: delete all my memories for good",
+        forget_me="Forget me",
+        forgot="All memories of **{user}** were deleted.",
+        forget_unconfirmed="Tick the box to confirm first.",
+        columns=("id", "kind", "date", "text", "strength", "retention", "last recall", "forgotten"),
+    ),
+    "zh": UITexts(
+        title="硅基朋友 SiliconFriend",
+        intro="一位会记住你的温暖AI伙伴。告诉我你的名字，我就能想起我们过去的聊天。",
+        name_label="你的名字",
+        name_placeholder="例如：小明",
+        remember="记住我",
+        welcome_new="欢迎你，**{user}**！很高兴认识你，这是我们的第一次对话。",
+        welcome_back="欢迎回来，**{user}**！我记得我们之前的对话。",
+        logged_in_as="已登录：**{user}**。",
+        need_name="请先输入你的名字并点击“记住我”。",
+        chat_tab="聊天",
+        memories_tab="我的记忆",
+        message_label="消息",
+        message_placeholder="输入消息后按回车发送",
+        send="发送",
+        stop="停止",
+        new_conversation="新对话",
+        regenerate="重新生成",
+        remove_last="删除上一轮",
+        summarize="总结记忆库",
+        settings="设置",
+        temperature="温度",
+        top_p="Top-p",
+        max_new_tokens="最大生成长度",
+        top_k="检索记忆条数",
+        model_failed="⚠️ 模型没有成功回复（{error}）。你的消息已保存，可点击“重新生成”再试一次。",
+        stopped="⏹（已停止）",
+        nothing_to_regenerate="还没有可以重新回答的消息。",
+        summary_title="过往事件总结",
+        portrait_title="你的性格画像",
+        no_summary="（尚未总结）",
+        refresh="刷新",
+        memory_id="要删除的记忆",
+        delete_memory="删除记忆",
+        deleted="已删除记忆 {memory_id}。",
+        export="导出我的记忆",
+        export_file="你的记忆文件（原版 MemoryBank 格式）",
+        forget_confirm="我明白：永久删除我的全部记忆",
+        forget_me="忘记我",
+        forgot="**{user}** 的全部记忆已删除。",
+        forget_unconfirmed="请先勾选确认框。",
+        columns=("编号", "类型", "日期", "内容", "强度", "保持率", "上次回忆", "已遗忘"),
+    ),
+}
+
+
+def ui_texts(language: str) -> UITexts:
+    try:
+        return UI[language]
+    except KeyError:
+        raise InvalidInputError(f"unsupported language {language!r}; use one of {', '.join(UI)}") from None

@@ -1,0 +1,78 @@
+"""Fake chat models for fast tests: an echo model that streams word by word and can fail on demand."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from pydantic import ConfigDict, PrivateAttr
+
+
+class EchoChatModel(BaseChatModel):
+    """Replies ``"<prefix> <last user message>"`` (or the fixed ``reply``), streaming word by word.
+
+    ``mode``: ``"ok"``, ``"error"`` (raises), ``"empty"`` (returns nothing), ``"hang"`` (blocks until
+    released), ``"slow"`` (``delay`` seconds between words). Every call's messages and keyword
+    arguments are recorded in ``calls``.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    prefix: str = "Echo:"
+    reply: str | None = None
+    mode: str = "ok"
+    delay: float = 0.0
+    _calls: list[dict[str, Any]] = PrivateAttr(default_factory=list)
+    _release: threading.Event = PrivateAttr(default_factory=threading.Event)
+
+    @property
+    def _llm_type(self) -> str:
+        return "echo"
+
+    @property
+    def calls(self) -> list[dict[str, Any]]:
+        return self._calls
+
+    def release(self) -> None:
+        self._release.set()
+
+    def _words(self, messages: list[BaseMessage], **kwargs: Any) -> list[str]:
+        self._calls.append({"messages": list(messages), "kwargs": kwargs})
+        if self.mode == "error":
+            raise RuntimeError("backend exploded")
+        if self.mode == "hang":
+            self._release.wait(30)
+            return []
+        if self.mode == "empty":
+            return []
+        last = next((m for m in reversed(messages) if m.type == "human"), None)
+        text = self.reply if self.reply is not None else f"{self.prefix} {last.content if last else ''}"
+        return [w + " " for w in text.split(" ")]
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        text = "".join(self._words(messages, **kwargs)).strip()
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text))])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        for word in self._words(messages, **kwargs):
+            if self.delay:
+                time.sleep(self.delay)
+            yield ChatGenerationChunk(message=AIMessageChunk(content=word))

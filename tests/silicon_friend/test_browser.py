@@ -1,0 +1,231 @@
+"""The web app in a real headless Chromium (Playwright): name, Remember Me, two messages (the
+original crashed on the second), stored turns, the memories tab; in English and in Chinese.
+
+Screenshots go to ``$TEST_ARTIFACTS`` (default ``./artifacts``). Skipped, with the reason, when
+``/usr/bin/chromium`` or the playwright package is missing (CI installs Debian's chromium; never
+``playwright install``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_bank import MemoryBank
+from memory_bank.embeddings import HashingEncoder
+from silicon_friend.engine import ChatSettings, SiliconFriend
+from silicon_friend.models import prepare_model
+from silicon_friend.web.texts import ui_texts
+from tests.silicon_friend.fakes import EchoChatModel
+
+CHROMIUM = Path("/usr/bin/chromium")
+LAUNCH_ARGS = [
+    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--no-first-run", "--disable-quic",
+]  # fmt: skip
+REPO = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.browser
+
+
+def artifacts() -> Path:
+    path = Path(os.environ.get("TEST_ARTIFACTS", "artifacts")).resolve()
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not found: apt-get install chromium chromium-driver fonts-wqy-zenhei")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("the playwright package is not installed: pip install playwright")
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
+        yield b
+        b.close()
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def chat_in_browser(
+    browser: Any,
+    url: str,
+    language: str,
+    name: str,
+    messages: list[str],
+    turns: Callable[[], int],
+    reply_timeout: float,
+    tag: str,
+) -> Any:
+    """Drive the page (screenshots ``browser_{tag}_*.png``); returns it, on the memories tab."""
+    t = ui_texts(language)
+    page = browser.new_page(viewport={"width": 1100, "height": 1100})
+    page.goto(url, wait_until="load")
+    page.wait_for_selector("#sf-name textarea, #sf-name input", timeout=30_000)
+    assert page.title() == "SiliconFriend"
+    page.locator("#sf-name textarea, #sf-name input").first.fill(name)
+    page.get_by_role("button", name=t.remember, exact=True).click()
+    page.wait_for_function("n => document.querySelector('#sf-status').innerText.includes(n)", arg=name)
+    for i, message in enumerate(messages, 1):
+        box = page.locator("#sf-message textarea")
+        box.fill(message)
+        if i == 1:
+            page.get_by_role("button", name=t.send, exact=True).click()
+        else:
+            box.press("Enter")
+        wait_until(lambda i=i: turns() >= i, reply_timeout, f"turn {i} to be stored")
+        page.wait_for_function(
+            "m => document.querySelector('#sf-chatbot').innerText.includes(m)", arg=message, timeout=10_000
+        )
+    page.wait_for_timeout(500)
+    page.screenshot(path=str(artifacts() / f"browser_{tag}_chat.png"), full_page=True)
+    page.get_by_role("tab", name=t.memories_tab).click()
+    page.wait_for_function(
+        "m => document.querySelector('#sf-memory-table').innerText.includes(m)",
+        arg=messages[-1],
+        timeout=15_000,
+    )
+    page.wait_for_selector("#sf-plot img, #sf-plot svg, #sf-plot canvas", timeout=15_000)
+    page.screenshot(path=str(artifacts() / f"browser_{tag}_memories.png"), full_page=True)
+    return page
+
+
+@pytest.fixture
+def served(tmp_path) -> Iterator[Callable[[str], tuple[str, SiliconFriend]]]:  # type: ignore[no-untyped-def]
+    """Serve the app in-process with a fast echo model; returns (url, engine)."""
+    from silicon_friend.web.server import serve
+
+    demos: list[Any] = []
+    banks: list[MemoryBank] = []
+
+    def start(language: str) -> tuple[str, SiliconFriend]:
+        bank = MemoryBank.open(tmp_path / language, language=language, encoder_instance=HashingEncoder(256))
+        banks.append(bank)
+        engine = SiliconFriend(
+            bank, prepare_model(EchoChatModel(delay=0.01), context_tokens=2048), language=language,
+            settings=ChatSettings(max_new_tokens=32),
+        )  # fmt: skip
+        port = free_port()
+        demos.append(serve(engine, port=port, block=False))
+        return f"http://127.0.0.1:{port}/", engine
+
+    yield start
+    for demo in demos:
+        demo.close()
+    for bank in banks:
+        bank.close()
+
+
+@pytest.mark.parametrize(
+    ("language", "name", "messages"),
+    [
+        ("en", "Emily", ["I adopted a cat named Miso.", "What is my cat called?"]),
+        ("zh", "小明", ["我今天养了一只猫，叫咪咪。", "我的猫叫什么名字？"]),
+    ],
+)
+def test_chat_twice_and_see_my_memories(
+    browser, served, language: str, name: str, messages: list[str]
+) -> None:  # type: ignore[no-untyped-def]
+    url, engine = served(language)
+    bank = engine.bank
+    turns = lambda: len(bank.history(name)) if bank.has_user(name) else 0  # noqa: E731
+    page = chat_in_browser(browser, url, language, name, messages, turns, 20, f"echo_{language}")
+    stored = bank.history(name)
+    assert [(m.query, m.response) for m in stored] == [(m, f"Echo: {m}") for m in messages]
+    page.get_by_role("tab", name=ui_texts(language).chat_tab).click()
+    chat = page.locator("#sf-chatbot").inner_text()
+    assert all(f"Echo: {m}" in chat for m in messages)
+    page.close()
+
+
+def test_two_browser_sessions_at_once_keep_their_own_memories(browser, served) -> None:  # type: ignore[no-untyped-def]
+    url, engine = served("en")
+    engine.model.chat_model.delay = 0.05  # replies overlap in time
+    pages = {}
+    for user in ("Ann", "Bob"):
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(url, wait_until="load")
+        page.locator("#sf-name textarea, #sf-name input").first.fill(user)
+        page.get_by_role("button", name="Remember Me", exact=True).click()
+        page.wait_for_function("n => document.querySelector('#sf-status').innerText.includes(n)", arg=user)
+        pages[user] = page
+    for i in range(2):
+        for user, page in pages.items():  # send in both tabs before either reply is done
+            page.locator("#sf-message textarea").fill(f"{user} message {i} with quite a few words in it")
+            page.locator("#sf-send").click()
+        for user, page in pages.items():
+            page.wait_for_function(
+                "m => document.querySelector('#sf-chatbot').innerText.includes(m)",
+                arg=f"Echo: {user} message {i} with quite a few words in it",
+                timeout=20_000,
+            )
+    for user, page in pages.items():
+        assert [m.query for m in engine.bank.history(user)] == [
+            f"{user} message {i} with quite a few words in it" for i in range(2)
+        ]
+        other = "Bob" if user == "Ann" else "Ann"
+        assert other not in page.locator("#sf-chatbot").inner_text()
+        page.context.close()
+
+
+@pytest.mark.integration
+def test_make_run_serves_the_offline_default_model(browser, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """What `make run` starts (`silicon-friend web`, packaged SmolLM2), driven by the browser."""
+    port = free_port()
+    data = tmp_path / "data"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    cmd = [sys.executable, "-m", "silicon_friend.cli", "web", "--port", str(port), "--data-dir", str(data),
+           "--max-new-tokens", "24"]  # fmt: skip
+    log = tmp_path / "server.log"
+    with log.open("w") as sink:
+        proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=sink, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_until(
+            lambda: "SiliconFriend is running at" in log.read_text() or proc.poll() is not None,
+            120,
+            "the server",
+        )
+        match = re.search(r"SiliconFriend is running at (http://\S+)", log.read_text())
+        url = match.group(1) if match else None
+        assert url == f"http://127.0.0.1:{port}", f"server did not start:\n{log.read_text()[-3000:]}"
+        with MemoryBank.open(data, encoder="hashing") as reader:
+            turns = lambda: len(reader.history("Emily")) if reader.has_user("Emily") else 0  # noqa: E731
+            messages = ["Hi! I love hiking.", "What do I love?"]
+            page = chat_in_browser(browser, url + "/", "en", "Emily", messages, turns, 180, "smollm2_en")
+            stored = reader.history("Emily")
+            assert len(stored) == 2 and all(m.response for m in stored)  # both replies came from SmolLM2
+            page.close()
+    finally:
+        proc.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(10)
+        if proc.poll() is None:
+            proc.kill()

@@ -1,0 +1,88 @@
+"""The silicon-friend command: defaults, safety flags, login parsing, one-line errors."""
+
+from __future__ import annotations
+
+import io
+import sys
+
+import pytest
+
+from memory_bank.errors import InvalidInputError
+from silicon_friend import cli, runtime
+from silicon_friend.models import prepare_model
+from silicon_friend.web.server import load_credentials, parse_credential
+from tests.silicon_friend.fakes import EchoChatModel
+
+
+def test_web_defaults_are_safe() -> None:
+    args = cli.build_parser().parse_args(["web"])
+    assert args.host == "127.0.0.1" and args.port == 7860 and args.share is False
+    assert args.auth is None and args.auth_file is None
+    assert args.data_dir == "./memorybank_data" and args.llm is None and args.language == "en"
+
+
+def test_auth_and_auth_file_are_exclusive(capsys) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["web", "--auth", "a:b", "--auth-file", "f"])
+
+
+def test_credentials(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    assert parse_credential("emily:se:cret") == ("emily", "se:cret")
+    for bad in ("emily", ":pw", "emily:"):
+        with pytest.raises(InvalidInputError):
+            parse_credential(bad)
+    f = tmp_path / "users"
+    f.write_text("# who may sign in\nemily:pw1\n\n小明:pw2\n", encoding="utf-8")
+    f.chmod(0o600)
+    assert load_credentials([], f) == [("emily", "pw1"), ("小明", "pw2")]
+    with pytest.raises(InvalidInputError, match="more than one password"):
+        load_credentials(["emily:x"], f)
+    with pytest.raises(InvalidInputError, match="does not exist"):
+        load_credentials([], tmp_path / "missing")
+
+
+def test_errors_are_one_line_and_exit_2(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    assert cli.main(["web", "--auth", "nopassword", "--data-dir", str(tmp_path / "d")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("silicon-friend: error: --auth: expected user:password") and err.count("\n") == 1
+    code = cli.main(
+        [
+            "chat",
+            "--user",
+            "Emily",
+            "--llm",
+            "llamacpp:/no/such/model.gguf",
+            "--data-dir",
+            str(tmp_path / "d"),
+        ]
+    )
+    assert code == 2 and "not found" in capsys.readouterr().err
+    assert not (tmp_path / "d").exists()  # nothing created for a bad model spec
+    assert cli.main(["chat", "--llm", "nonsense", "--data-dir", str(tmp_path / "d")]) == 2
+
+
+def test_chat_command_end_to_end(tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    echo = EchoChatModel()
+    seen = {}
+
+    def fake_load(spec, *, context_tokens=None):  # type: ignore[no-untyped-def]
+        seen["spec"] = spec
+        return prepare_model(echo, context_tokens=context_tokens or 2048)
+
+    monkeypatch.setattr(runtime, "load_model", fake_load)
+    monkeypatch.setattr(
+        sys, "stdin", io.StringIO("I adopted a cat.\nWhat is my cat called?\n/memories\nstop\n")
+    )
+    data = tmp_path / "data"
+    code = cli.main(
+        ["chat", "--user", "Emily", "--data-dir", str(data), "--encoder", "hashing", "--llm", "openai:x@http://h/v1",
+         "--max-new-tokens", "32", "--no-summaries"]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0 and seen["spec"] == "openai:x@http://h/v1"
+    assert "SiliconFriend: Echo: What is my cat called?" in out and "Bye, Emily!" in out
+    assert echo.calls[-1]["kwargs"]["max_tokens"] == 32
+    from memory_bank import MemoryBank
+
+    with MemoryBank.open(data, encoder="hashing") as bank:
+        assert [m.query for m in bank.history("Emily")] == ["I adopted a cat.", "What is my cat called?"]

@@ -1,0 +1,309 @@
+"""The conversation engine: prompts, storage, reinforcement, failures, stop, concurrency."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from memory_bank import MemoryKind
+from memory_bank.errors import InvalidInputError
+from silicon_friend.engine import ChatSettings, Session, SiliconFriend
+from silicon_friend.errors import SiliconFriendError
+from silicon_friend.models import call_params
+from tests.silicon_friend.fakes import EchoChatModel
+
+
+def system_of(model: EchoChatModel, call: int = -1) -> str:
+    return str(model.calls[call]["messages"][0].content)
+
+
+def test_two_turns_in_a_row_are_answered_and_stored(engine: SiliconFriend, echo: EchoChatModel) -> None:
+    session = engine.start("Emily")
+    first = "".join(engine.stream(session, "I adopted a cat named Miso."))
+    second = engine.reply(session, "What is my cat called?")  # the original crashed here
+    assert first.strip() == "Echo: I adopted a cat named Miso."
+    assert second.response == "Echo: What is my cat called?" and second.error is None
+    stored = engine.bank.history("Emily")
+    assert [(m.query, m.response) for m in stored] == [
+        ("I adopted a cat named Miso.", "Echo: I adopted a cat named Miso."),
+        ("What is my cat called?", "Echo: What is my cat called?"),
+    ]
+    assert [t.memory_id for t in session.turns] == [m.memory_id for m in stored]
+    assert len(echo.calls) == 2  # one LLM call per reply
+    # The second prompt carries the first turn as dialog history.
+    roles = [m.type for m in echo.calls[1]["messages"]]
+    assert roles == ["system", "human", "ai", "human"]
+
+
+def test_sampling_settings_reach_the_model(engine: SiliconFriend, echo: EchoChatModel) -> None:
+    session = engine.start("Emily")
+    engine.reply(session, "Hi", ChatSettings(temperature=0.2, top_p=0.5, max_new_tokens=48))
+    assert echo.calls[0]["kwargs"] == {"temperature": 0.2, "top_p": 0.5, "max_tokens": 48}
+
+
+def test_related_memories_with_dates_are_used_and_reinforced(
+    engine: SiliconFriend, echo: EchoChatModel, clock
+) -> None:  # type: ignore[no-untyped-def]
+    bank = engine.bank
+    bank.add_turn("Emily", "I adopted a cat named Miso.", "Lovely!", at="2023-04-28T10:00")
+    bank.add_turn("Emily", "I went hiking on Mount Tai.", "Sounds fun!", at="2023-04-29T10:00")
+    session = engine.start("Emily")
+    assert session.returning
+    turn = engine.reply(session, "Do you remember my cat Miso?", ChatSettings(top_k=1))
+    system = system_of(echo)
+    assert "[2023-04-28] Emily: I adopted a cat named Miso. | SiliconFriend: Lovely!" in system
+    assert "Mount Tai" not in system and "first conversation" not in system
+    assert turn.memories == ["Emily_2023-04-28_0"]
+    recalled = {m.memory_id: m for m, _ in bank.memories("Emily")}["Emily_2023-04-28_0"]
+    assert recalled.strength == 2 and recalled.last_recall_date == clock().date().isoformat()
+
+
+def test_turns_already_in_the_dialog_are_not_retrieved_again(
+    engine: SiliconFriend, echo: EchoChatModel
+) -> None:
+    session = engine.start("Emily")
+    engine.reply(session, "My cat Miso is sick.")
+    engine.reply(session, "Miso the cat is at the vet.")
+    assert "Memories related" not in system_of(echo)  # the only related turn is in the dialog
+
+
+def test_top_k_zero_is_a_no_memory_baseline(engine: SiliconFriend, echo: EchoChatModel) -> None:
+    engine.bank.add_turn("Emily", "I adopted a cat named Miso.", "Lovely!", at="2023-04-28T10:00")
+    engine.reply(engine.start("Emily"), "my cat Miso", ChatSettings(top_k=0))
+    assert "Miso" not in system_of(echo)
+
+
+def test_new_user_gets_the_first_time_prompt_once(engine: SiliconFriend, echo: EchoChatModel) -> None:
+    session = engine.start("Nora")
+    assert not session.returning
+    engine.reply(session, "Hello!")
+    engine.reply(session, "How are you?")
+    assert "first conversation with Nora" in system_of(echo, 0)
+    assert "first conversation" not in system_of(echo, 1)
+    assert engine.start("Nora").returning
+
+
+def test_portrait_and_global_summary_reach_the_prompt(engine: SiliconFriend, echo: EchoChatModel) -> None:
+    bank = engine.bank
+    bank.add_turn("Emily", "hello", "hi", at="2023-04-28T10:00")
+    bank.set_layer("Emily", MemoryKind.GLOBAL_PORTRAIT, "Emily is introverted; be gentle.")
+    bank.set_layer("Emily", MemoryKind.GLOBAL_SUMMARY, "Emily moved to Beijing in April.")
+    engine.reply(engine.start("Emily"), "Any advice for today?")
+    system = system_of(echo)
+    assert "Emily is introverted; be gentle." in system and "Emily moved to Beijing in April." in system
+    assert system.index("introverted") < system.index("moved to Beijing")
+
+
+@pytest.mark.parametrize(("mode", "message"), [("error", "backend exploded"), ("empty", "empty reply")])
+def test_a_failed_reply_keeps_the_users_message(make_engine, mode: str, message: str) -> None:  # type: ignore[no-untyped-def]
+    model = EchoChatModel(mode=mode)
+    engine = make_engine(model)
+    session = engine.start("Emily")
+    assert "".join(engine.stream(session, "I lost my job today.")) == ""
+    turn = session.turns[-1]
+    assert turn.failed and message in (turn.error or "")
+    stored = engine.bank.history("Emily")
+    assert [(m.query, m.response) for m in stored] == [("I lost my job today.", "")]
+    assert turn.memory_id == stored[0].memory_id
+    # The chat goes on; the failed turn is not shown to the model as dialog.
+    model.mode = "ok"
+    assert engine.reply(session, "Are you there?").response == "Echo: Are you there?"
+    assert [m.type for m in model.calls[-1]["messages"]] == ["system", "human"]
+
+
+def test_a_model_that_hangs_times_out(make_engine) -> None:  # type: ignore[no-untyped-def]
+    model = EchoChatModel(mode="hang")
+    engine = make_engine(model, first_token_timeout=0.3)
+    session = engine.start("Emily")
+    started = time.monotonic()
+    turn = engine.reply(session, "Hello?")
+    model.release()
+    assert time.monotonic() - started < 3
+    assert turn.failed and "within" in (turn.error or "")
+    assert engine.bank.history("Emily")[0].query == "Hello?"
+
+
+def test_stop_keeps_the_partial_reply(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(EchoChatModel(delay=0.05))
+    session = engine.start("Emily")
+    pieces = []
+    for piece in engine.stream(session, "one two three four five six seven eight nine ten"):
+        pieces.append(piece)
+        if len(pieces) == 2:
+            engine.stop(session)
+    turn = session.turns[-1]
+    assert turn.stopped and not turn.failed
+    assert turn.response == "Echo: one" and len(pieces) == 2
+    assert engine.bank.history("Emily")[0].response == "Echo: one"
+
+
+def test_closing_the_stream_early_still_stores_the_turn(engine: SiliconFriend) -> None:
+    session = engine.start("Emily")
+    stream = engine.stream(session, "a b c d")
+    next(stream)
+    stream.close()
+    assert session.turns[-1].stopped
+    assert [m.response for m in engine.bank.history("Emily")] == ["Echo:"]
+
+
+def test_regenerate_and_remove_last_turn(make_engine) -> None:  # type: ignore[no-untyped-def]
+    model = EchoChatModel()
+    engine = make_engine(model)
+    session = engine.start("Emily")
+    engine.reply(session, "first")
+    engine.reply(session, "second")
+    model.prefix = "Again:"
+    assert "".join(engine.regenerate(session)).strip() == "Again: second"
+    assert [(m.query, m.response) for m in engine.bank.history("Emily")] == [
+        ("first", "Echo: first"),
+        ("second", "Again: second"),
+    ]
+    removed = engine.remove_last_turn(session)
+    assert removed is not None and removed.query == "second"
+    assert [m.query for m in engine.bank.history("Emily")] == ["first"]
+    assert [t.query for t in session.turns] == ["first"]
+    engine.new_conversation(session)
+    assert session.turns == [] and len(engine.bank.history("Emily")) == 1
+    with pytest.raises(InvalidInputError):
+        engine.regenerate(engine.start("Nobody"))
+
+
+def test_a_message_too_long_for_the_context_is_stored_and_explained(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(context_tokens=300)
+    session = engine.start("Emily")
+    turn = engine.reply(session, "word " * 2000)
+    assert turn.failed and "too long" in (turn.error or "")
+    assert engine.bank.history("Emily")[0].response == ""
+
+
+def test_small_context_keeps_prompts_within_budget(make_engine, echo: EchoChatModel) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(context_tokens=512)
+    session = engine.start("Emily")
+    for i in range(10):
+        turn = engine.reply(session, f"Message number {i}: " + "blah " * 30)
+        assert not turn.failed
+    fitted = engine.prepare(session, "last one")
+    assert fitted.prompt_tokens + fitted.max_new_tokens <= 512
+    assert fitted.history_turns < 7
+
+
+def test_bad_input_is_rejected(engine: SiliconFriend) -> None:
+    with pytest.raises(InvalidInputError):
+        engine.start("bad\x00name")
+    with pytest.raises(InvalidInputError):
+        engine.start("   ")
+    with pytest.raises(InvalidInputError):
+        engine.reply(engine.start("Emily"), "   ")
+    with pytest.raises(InvalidInputError):
+        ChatSettings(temperature=5)
+
+
+class RecordingScheduler:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, object]] = []
+        self.closed = False
+
+    def on_turn(self, user: str, day: object) -> bool:
+        self.calls.append((user, day))
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_each_stored_turn_is_reported_to_the_scheduler(make_engine, clock) -> None:  # type: ignore[no-untyped-def]
+    scheduler = RecordingScheduler()
+    engine = make_engine(scheduler=scheduler)
+    session = engine.start("Emily")
+    engine.reply(session, "day one")
+    clock.advance(1)
+    engine.reply(session, "day two")
+    engine.close()
+    assert [str(d) for _, d in scheduler.calls] == ["2023-05-01", "2023-05-02"] and scheduler.closed
+
+
+def test_day_rollover_summarises_the_finished_day_in_the_background(make_engine, bank, clock) -> None:  # type: ignore[no-untyped-def]
+    from memory_bank.summaries import RolloverScheduler, Summarizer
+
+    model = EchoChatModel(reply="The user talked about their new cat Miso and felt happy about it.")
+    summarizer = Summarizer(bank, model, "en", sleep=lambda _s: None)
+    scheduler = RolloverScheduler(summarizer)
+    engine = make_engine(model, summarizer=summarizer, scheduler=scheduler)
+    session = engine.start("Emily")
+    engine.reply(session, "I adopted a cat named Miso.")
+    assert scheduler.wait(10)
+    assert bank.layer("Emily", MemoryKind.DAILY_SUMMARY, "2023-05-01") is None  # the day is not over
+    clock.advance(1)
+    engine.reply(session, "Good morning!")
+    assert scheduler.wait(30)
+    engine.close()
+    daily = bank.layer("Emily", MemoryKind.DAILY_SUMMARY, "2023-05-01")
+    assert daily is not None and daily.text
+
+
+def test_summarize_now_includes_today(make_engine, bank) -> None:  # type: ignore[no-untyped-def]
+    from memory_bank.summaries import Summarizer
+
+    model = EchoChatModel(reply="The user adopted a cat called Miso and is very happy about it.")
+    engine = make_engine(model, summarizer=Summarizer(bank, model, "en", sleep=lambda _s: None))
+    session = engine.start("Emily")
+    engine.reply(session, "I adopted a cat named Miso.")
+    profile = engine.summarize(session)
+    assert profile["global_summary"] and profile["global_portrait"]
+    assert bank.layer("Emily", MemoryKind.DAILY_SUMMARY, "2023-05-01") is not None
+
+
+def test_summarize_without_the_summaries_package_says_so(engine: SiliconFriend) -> None:
+    session = engine.start("Emily")
+    engine.reply(session, "hi")
+    with pytest.raises(SiliconFriendError, match="not available"):
+        engine.summarize(session)
+
+
+def test_concurrent_sessions_never_lose_or_mix_turns(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(EchoChatModel(delay=0.002))
+    users = [f"user{i}" for i in range(8)]
+    errors: list[BaseException] = []
+
+    def chat(user: str, session: Session) -> None:
+        try:
+            for j in range(4):
+                turn = engine.reply(session, f"{user} message {j}")
+                assert turn.response == f"Echo: {user} message {j}", turn
+        except BaseException as e:
+            errors.append(e)
+
+    sessions = [(u, engine.start(u)) for u in users]
+    sessions.append(("user0", engine.start("user0")))  # a second tab of the same user
+    threads = [threading.Thread(target=chat, args=s) for s in sessions]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert not errors
+    for user in users:
+        stored = engine.bank.history(user)
+        expected = 8 if user == "user0" else 4
+        assert len(stored) == expected
+        assert all(m.query.startswith(f"{user} ") and m.response == f"Echo: {m.query}" for m in stored)
+        assert len({m.memory_id for m in stored}) == expected
+
+
+def test_openai_server_limit_is_updated_per_call() -> None:
+    class ServerModel(EchoChatModel):
+        extra_body: dict | None = None
+
+    params = call_params(
+        ServerModel(extra_body={"max_tokens": 400}), temperature=0.5, top_p=0.9, max_tokens=32
+    )
+    assert params["extra_body"] == {"max_tokens": 32} and params["max_tokens"] == 32
+    assert "extra_body" not in call_params(EchoChatModel(), temperature=0.5, top_p=0.9, max_tokens=32)
+
+
+def test_control_characters_never_cost_the_turn(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(EchoChatModel(reply="fine\x00 thanks\x07"))
+    turn = engine.reply(engine.start("Emily"), "hello\x00 there")
+    assert turn.response == "fine thanks" and not turn.failed
+    assert [(m.query, m.response) for m in engine.bank.history("Emily")] == [("hello there", "fine thanks")]

@@ -1,0 +1,55 @@
+"""The "My memories" view: table rows, forgetting curves, export in the original format."""
+
+from __future__ import annotations
+
+import json
+
+from memory_bank import MemoryKind
+from memory_bank.original_format import load_memory_file
+from silicon_friend.memories import export_user, memory_rows, retention_figure
+
+
+def fill(bank) -> None:  # type: ignore[no-untyped-def]
+    bank.add_turn("Emily", "I adopted a cat named Miso.", "Lovely!", at="2023-04-28T10:00")
+    bank.add_turn("Emily", "I went hiking.", "", at="2023-04-29T10:00")
+    bank.set_layer("Emily", MemoryKind.DAILY_SUMMARY, "Emily adopted a cat.", date="2023-04-28")
+    bank.reinforce("Emily", ["Emily_2023-04-28_0"], now="2023-04-30")
+
+
+def test_rows_show_strength_retention_and_last_recall(bank) -> None:  # type: ignore[no-untyped-def]
+    fill(bank)
+    rows = {r.memory_id: r for r in memory_rows(bank, "Emily")}
+    cat = rows["Emily_2023-04-28_0"]
+    assert cat.strength == 2 and cat.last_recall == "2023-04-30" and cat.date == "2023-04-28"
+    assert 0 < cat.retention <= 1 and cat.kind == "turn"
+    assert rows["Emily_2023-04-28_summary"].kind == "daily_summary"
+    assert cat.as_list()[:3] == ["Emily_2023-04-28_0", "turn", "2023-04-28"]
+    assert memory_rows(bank, "Nobody") == []
+
+
+def test_retention_figure_has_one_curve_per_memory(bank) -> None:  # type: ignore[no-untyped-def]
+    fill(bank)
+    fig = retention_figure(bank, "Emily")
+    ax = fig.axes[0]
+    assert len(ax.get_lines()) == 3 + 1  # three memories and the "today" line
+    assert "exp(-t/S)" in ax.get_title()
+    empty = retention_figure(bank, "Nobody")
+    assert "no memories" in empty.axes[0].texts[0].get_text()
+
+
+def test_export_is_the_original_format_and_reimports(bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    fill(bank)
+    path = export_user(bank, "Emily", tmp_path)
+    data = load_memory_file(path)  # validates the structure
+    assert list(data) == ["Emily"]
+    history = data["Emily"]["history"]
+    assert history["2023-04-28"][0]["query"] == "I adopted a cat named Miso."
+    assert history["2023-04-28"][0]["memory_strength"] == 2
+    assert data["Emily"]["summary"]["2023-04-28"]["content"] == "Emily adopted a cat."
+    assert json.loads(path.read_text(encoding="utf-8")) == data
+
+
+def test_export_file_name_is_safe_for_any_user_name(bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bank.add_turn("../../etc/小明 x", "hi", "hello")
+    path = export_user(bank, "../../etc/小明 x", tmp_path)
+    assert path.parent == tmp_path and path.name == "memories_etc_小明_x.json"

@@ -1,0 +1,78 @@
+"""The terminal chat, driven through injected input and output."""
+
+from __future__ import annotations
+
+import io
+
+from memory_bank.summaries import Summarizer
+from silicon_friend.terminal import run_chat
+from tests.silicon_friend.fakes import EchoChatModel
+
+
+def drive(engine, lines: list[str], user: str | None = "Emily") -> str:  # type: ignore[no-untyped-def]
+    out = io.StringIO()
+    feed = iter(lines)
+    code = run_chat(engine, user, input_fn=lambda _prompt: next(feed), out=out)
+    assert code == 0
+    return out.getvalue()
+
+
+def test_two_messages_then_stop(engine) -> None:  # type: ignore[no-untyped-def]
+    text = drive(engine, ["I adopted a cat named Miso.", "What is my cat called?", "stop", "never read"])
+    assert "Welcome, Emily!" in text and "first conversation" in text
+    assert "SiliconFriend: Echo: I adopted a cat named Miso." in text
+    assert "SiliconFriend: Echo: What is my cat called?" in text
+    assert text.rstrip().endswith("Bye, Emily! Your memories are saved.")
+    assert [m.query for m in engine.bank.history("Emily")] == [
+        "I adopted a cat named Miso.",
+        "What is my cat called?",
+    ]
+
+
+def test_clear_empties_the_conversation_not_the_memories(engine, echo) -> None:  # type: ignore[no-untyped-def]
+    text = drive(engine, ["hello", "clear", "again", "/memories"])
+    assert "conversation cleared" in text
+    assert [m.type for m in echo.calls[-1]["messages"]] == ["system", "human"]  # no dialog history
+    assert "S=1" in text and "hello" in text.split("conversation cleared")[1]  # /memories lists both
+    assert len(engine.bank.history("Emily")) == 2
+
+
+def test_asks_for_the_name_and_ends_on_eof(engine) -> None:  # type: ignore[no-untyped-def]
+    text = drive(engine, ["", "Nora", "hi"], user=None)
+    assert "What's your name?" not in text  # the prompt goes to input_fn, not to out
+    assert "Welcome, Nora!" in text and "Bye, Nora!" in text
+    assert engine.start("Nora").returning
+
+
+def test_returning_user_and_failed_reply(make_engine) -> None:  # type: ignore[no-untyped-def]
+    model = EchoChatModel(mode="error")
+    engine = make_engine(model)
+    engine.bank.add_turn("Emily", "old news", "ok", at="2023-04-01T10:00")
+    text = drive(engine, ["hello?"])
+    assert "Welcome back, Emily!" in text
+    assert "[the model failed to reply:" in text and "your message was saved]" in text
+    assert engine.bank.history("Emily")[-1].query == "hello?"
+
+
+def test_summarize_command(make_engine, bank) -> None:  # type: ignore[no-untyped-def]
+    model = EchoChatModel(reply="The user adopted a cat called Miso and is very happy about it.")
+    engine = make_engine(model, summarizer=Summarizer(bank, model, "en", sleep=lambda _s: None))
+    text = drive(engine, ["I adopted a cat named Miso.", "/summarize", "/help"])
+    assert "Summary of past events: The user adopted a cat" in text
+    assert "Your portrait: The user adopted" in text
+    assert text.count("Commands:") == 2
+
+
+def test_summarize_without_summaries_prints_why(engine) -> None:  # type: ignore[no-untyped-def]
+    text = drive(engine, ["hi", "/summarize"])
+    assert "[summaries are not available" in text
+
+
+def test_chinese_terminal(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(language="zh")
+    text = drive(engine, ["我今天很开心", "stop"], user="小明")
+    assert (
+        "欢迎你，小明！我是硅基朋友" in text
+        and "硅基朋友: Echo: 我今天很开心" in text
+        and "再见，小明！" in text
+    )
