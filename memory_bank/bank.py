@@ -288,8 +288,30 @@ class MemoryBank:
         rec = self.user(user)
         target = self._find(rec, memory_id)
         days = [target.date] if target.kind is MemoryKind.TURN else []
+        if target.kind is MemoryKind.TURN:
+            self._unlink_context(rec, target)
         self.storage.delete_memories(rec.id, [target.rowid or 0], scrub_dates=days)
         return target
+
+    def _unlink_context(self, rec: UserRecord, target: Memory) -> None:
+        """The turn after ``target`` is indexed with ``target``'s reply as context; give it the
+        reply before ``target`` instead (re-embedded), so no trace of ``target`` is left."""
+        day = [
+            m
+            for m in self.storage.memories(rec.id, kinds=[MemoryKind.TURN])
+            if m.date == target.date and m.memory_id != target.memory_id
+        ]
+        after = [m for m in day if (m.turn or 0) > (target.turn or 0)]
+        if not after:
+            return
+        follower = min(after, key=lambda m: m.turn or 0)
+        if follower.context is None:
+            return
+        before = [m for m in day if (m.turn or 0) < (target.turn or 0)]
+        previous = max(before, key=lambda m: m.turn or 0) if before else None
+        follower.context = previous.response if previous is not None and previous.response else None
+        vector = self._embed([index_text(follower.text, follower.context)])[0]
+        self.storage.upsert_memory(rec.id, follower, vector, self.encoder_name)
 
     def _find(self, rec: UserRecord, memory_id: str) -> Memory:
         for m in self.storage.memories(rec.id):
@@ -452,20 +474,21 @@ class MemoryBank:
     def _forget_user(self, rec: UserRecord, today: dt.date, mode: str, seed: int | None) -> ForgetReport:
         f = self.config.forgetting
         report = ForgetReport(now=today.isoformat(), mode=mode, action=f.action)
-        mems = self.storage.memories(rec.id, kinds=RETRIEVABLE_KINDS, include_archived=False)
-        report.examined = len(mems)
-        if mode != "off" and mems:
+        # Columns, not Memory objects: a pass over a million memories is a few array operations.
+        cols = self.storage.forget_columns(rec.id, RETRIEVABLE_KINDS)
+        report.examined = len(cols.rowids)
+        if mode != "off" and report.examined:
             r = forgetting.retention_array(
-                forgetting.elapsed_days([m.recall_anchor for m in mems], today),
-                np.fromiter((m.strength for m in mems), dtype=np.float64, count=len(mems)),
+                (forgetting.day_number(today) - cols.anchors).astype(np.float64),
+                cols.strengths,
                 mode=mode,  # type: ignore[arg-type]
                 tau=f.tau,
             )
             rng = forgetting.pass_rng(seed, rec.name, today) if f.policy == "stochastic" else None
             drop = forgetting.forget_mask(r, policy=f.policy, threshold=f.threshold, rng=rng)
-            gone = [m for m, d in zip(mems, drop.tolist(), strict=True) if d]
-            if gone:
-                rowids = [m.rowid or 0 for m in gone]
+            rowids = cols.rowids[drop].tolist()
+            if rowids:
+                gone = self._memories_by_rowid(rec, rowids)
                 if f.action == "delete":
                     self.storage.delete_memories(rec.id, rowids)
                 else:
@@ -483,6 +506,15 @@ class MemoryBank:
                 "forgot %d of %d memories of %r (%s)", len(report.forgotten), report.examined, rec.name, mode
             )
         return report
+
+    def _memories_by_rowid(self, rec: UserRecord, rowids: Sequence[int], chunk: int = 10_000) -> list[Memory]:
+        """The user's memories with these rowids, in the order given."""
+        found: dict[int | None, Memory] = {}
+        for start in range(0, len(rowids), chunk):
+            found.update(
+                (m.rowid, m) for m in self.storage.memories(rec.id, rowids=rowids[start : start + chunk])
+            )
+        return [found[r] for r in rowids if r in found]
 
     def restore(self, user: str, memory_ids: Sequence[str]) -> None:
         """Bring archived (forgotten) memories back into retrieval."""

@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from memory_bank.errors import ConfigError, MemoryBankError, require
 
@@ -71,6 +71,10 @@ class MissingAPIKeyError(MemoryBankError):
     """The environment variable that should hold the API key is unset or empty."""
 
 
+class ModelLoadError(MemoryBankError):
+    """llama.cpp could not load a model file (not a GGUF, unsupported, bad chat format)."""
+
+
 # -- the spec ---------------------------------------------------------------------------------
 class LLMSpec(BaseModel):
     """What chat model to build, and how to sample from it. Unknown keys are rejected.
@@ -79,7 +83,8 @@ class LLMSpec(BaseModel):
     stored). ``adapter`` is a LoRA adapter (a GGUF LoRA for llama.cpp, a peft directory for
     ``hf``). ``prompt_format`` overrides the chat template (llama.cpp: a ``chat_format`` name such
     as ``chatml``; default: the template stored in the GGUF). ``n_ctx`` is the context size of
-    local models; ``timeout`` (seconds) and ``max_retries`` apply to remote calls.
+    local models; ``timeout`` (seconds) and ``max_retries`` apply to remote calls. ``seed`` (beyond
+    the shared contract) makes sampling repeatable where the backend supports it.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -345,14 +350,20 @@ def _load_llama(
             from llama_cpp import Llama
 
             logger.info("loading GGUF model %s (n_ctx=%d)", model_path, n_ctx)
-            llm = Llama(
-                model_path=model_path,
-                n_ctx=n_ctx,
-                chat_format=chat_format,  # None: the chat template stored in the GGUF
-                lora_path=lora_path,
-                n_threads=min(os.cpu_count() or 1, 8),
-                verbose=False,
-            )
+            try:
+                llm = Llama(
+                    model_path=model_path,
+                    n_ctx=n_ctx,
+                    chat_format=chat_format,  # None: the chat template stored in the GGUF
+                    lora_path=lora_path,
+                    n_threads=min(os.cpu_count() or 1, 8),
+                    verbose=False,
+                )
+            except (ValueError, RuntimeError) as e:
+                raise ModelLoadError(
+                    f"llama.cpp cannot load {model_path!r} (chat format {chat_format!r}, LoRA {lora_path!r}): "
+                    f"{e}; check that it is a GGUF model (and a GGUF LoRA) for llama.cpp"
+                ) from e
             _LOADED[key] = (llm, threading.Lock())
         return _LOADED[key]
 
@@ -395,6 +406,8 @@ def _chat_llamacpp_class() -> type[BaseChatModel]:
         seed: int | None = None
         streaming: bool = True  # invoke() streams too, so callbacks see tokens and can stop a call
 
+        _calls: int = PrivateAttr(default=0)
+
         @property
         def _llm_type(self) -> str:
             return "llamacpp"
@@ -427,11 +440,15 @@ def _chat_llamacpp_class() -> type[BaseChatModel]:
             return self.count_tokens(text)
 
         def _params(self, stop: list[str] | None, kwargs: dict[str, Any]) -> dict[str, Any]:
+            # A fixed seed makes runs repeatable; stepping it per call keeps a retry from
+            # repeating the answer it retries.
+            seed = None if self.seed is None else self.seed + self._calls
+            self._calls += 1
             params: dict[str, Any] = {
                 "temperature": self.temperature,
                 "top_p": self.top_p,
                 "max_tokens": self.max_tokens,
-                "seed": self.seed,
+                "seed": seed,
                 "stop": stop,
             }
             params.update(
@@ -552,6 +569,7 @@ __all__ = [
     "LLMSpecError",
     "MissingAPIKeyError",
     "ModelFileNotFoundError",
+    "ModelLoadError",
     "available_backends",
     "build_chat_model",
     "context_window",

@@ -20,6 +20,7 @@ import logging
 import os
 import sqlite3
 import threading
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,17 @@ class VectorBatch:
     kinds: list[str]
     dates: list[str]
     turns: list[int | None]
+
+
+@dataclasses.dataclass
+class ForgetColumns:
+    """What a forgetting pass needs of each memory, as arrays in the order of
+    :meth:`Storage.memories`: rowids, the day number (days since 1970-01-01) forgetting counts
+    from (last recall, else the memory's date) and the strength."""
+
+    rowids: np.ndarray
+    anchors: np.ndarray
+    strengths: np.ndarray
 
 
 class Storage(abc.ABC):
@@ -132,6 +144,18 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def counts(self) -> dict[str, Any]: ...
 
+    def forget_columns(self, user_id: int, kinds: Iterable[MemoryKind]) -> ForgetColumns:
+        """Rowids, recall anchors and strengths of the user's unarchived memories of ``kinds``,
+        in the order of :meth:`memories`. A store may override this with a faster query."""
+        from memory_bank.forgetting import day_number
+
+        mems = self.memories(user_id, kinds=kinds, include_archived=False)
+        return ForgetColumns(
+            np.fromiter((m.rowid or 0 for m in mems), dtype=np.int64, count=len(mems)),
+            np.fromiter((day_number(m.recall_anchor) for m in mems), dtype=np.int64, count=len(mems)),
+            np.fromiter((m.strength for m in mems), dtype=np.float64, count=len(mems)),
+        )
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -164,6 +188,11 @@ CREATE TABLE IF NOT EXISTS memories (
     UNIQUE (user_id, memory_id)
 );
 CREATE INDEX IF NOT EXISTS memories_by_user ON memories (user_id, kind, date, turn);
+CREATE INDEX IF NOT EXISTS memories_by_user_id ON memories (user_id, id);
+CREATE INDEX IF NOT EXISTS memories_forget ON memories (
+    user_id, archived, date, (CASE kind WHEN 'turn' THEN 0 ELSE 1 END), turn, id, kind, strength,
+    last_recall_date
+);
 CREATE TABLE IF NOT EXISTS embeddings (
     memory_rowid INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
     encoder TEXT NOT NULL,
@@ -184,6 +213,32 @@ _COLUMNS = (
     "id, memory_id, kind, date, turn, query, response, text, timestamp, strength, "
     "last_recall_date, archived, stale, extra, context"
 )
+
+
+def _day_numbers(packed: str | None, n: int) -> np.ndarray | None:
+    """Day numbers of ``n`` concatenated ``YYYY-MM-DD`` strings, or ``None`` if any is not one
+    (including impossible days such as 2023-02-30)."""
+    if packed is None or len(packed) != 10 * n or not packed.isascii():
+        return None
+    chars = np.frombuffer(packed.encode("ascii"), dtype=np.uint8).reshape(n, 10)
+    digits = chars[:, [0, 1, 2, 3, 5, 6, 8, 9]].astype(np.int64) - ord("0")
+    if (
+        (chars[:, 4] != ord("-")).any()
+        or (chars[:, 7] != ord("-")).any()
+        or (digits < 0).any()
+        or (digits > 9).any()
+    ):
+        return None
+    year = digits[:, 0] * 1000 + digits[:, 1] * 100 + digits[:, 2] * 10 + digits[:, 3]
+    month = digits[:, 4] * 10 + digits[:, 5]
+    day = digits[:, 6] * 10 + digits[:, 7]
+    if (year < 1).any() or (month < 1).any() or (month > 12).any() or (day < 1).any():
+        return None
+    months = ((year - 1970) * 12 + month - 1).astype("datetime64[M]")
+    days = months.astype("datetime64[D]") + (day - 1)
+    if (days.astype("datetime64[M]") != months).any():  # the day ran into the next month
+        return None
+    return days.astype(np.int64)
 
 
 class SQLiteStorage(Storage):
@@ -207,13 +262,22 @@ class SQLiteStorage(Storage):
             if self.directory.exists() and not self.directory.is_dir():
                 raise StoreError(f"store path {str(self.directory)!r} is a file; give a directory")
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+            with contextlib.suppress(OSError):
+                os.chmod(self.directory, 0o700)  # also when the folder already existed
+            # Create the file private before SQLite opens it: its -wal and -shm files take its mode.
+            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         self._busy_ms = int(busy_timeout_s * 1000)
         self._local = threading.local()
         self._all_conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
         self._migrate()
-        with contextlib.suppress(OSError):
-            os.chmod(self.path, 0o600)
+        for path in (
+            self.path,
+            self.path.with_name(DB_FILENAME + "-wal"),
+            self.path.with_name(DB_FILENAME + "-shm"),
+        ):
+            with contextlib.suppress(OSError):
+                os.chmod(path, 0o600)
 
     # -- connections and transactions -------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
@@ -434,7 +498,7 @@ class SQLiteStorage(Storage):
                 memory.rowid = int(row[0])
                 c.execute(
                     "UPDATE memories SET kind=?, date=?, turn=?, query=?, response=?, text=?, timestamp=?, "
-                    "archived=?, stale=?, extra=? WHERE id = ?",
+                    "archived=?, stale=?, extra=?, context=? WHERE id = ?",
                     (
                         memory.kind.value,
                         memory.date,
@@ -446,6 +510,7 @@ class SQLiteStorage(Storage):
                         int(memory.archived),
                         int(memory.stale),
                         json.dumps(memory.extra, ensure_ascii=False),
+                        memory.context,
                         memory.rowid,
                     ),
                 )
@@ -500,6 +565,9 @@ class SQLiteStorage(Storage):
             ids = [int(r) for r in rowids]
             if not ids:
                 return []
+            # Look the rows up by primary key: '+user_id' keeps SQLite from scanning all of the
+            # user's rows through an index instead (it does for more than a few ids).
+            sql = sql.replace("WHERE user_id = ?", "WHERE +user_id = ?")
             sql += f" AND id IN ({','.join('?' * len(ids))})"
             args += ids
         sql += " ORDER BY date, CASE kind WHEN 'turn' THEN 0 ELSE 1 END, turn, id"
@@ -522,7 +590,10 @@ class SQLiteStorage(Storage):
         rows = (
             self._conn()
             .execute(
-                "SELECT m.id, e.vector, m.text, m.kind, m.date, m.turn, m.context FROM memories m "
+                # The (user_id, id) index gives the rows after after_rowid in order: a catch-up
+                # after one new turn reads one row, not all of the user's.
+                "SELECT m.id, e.vector, m.text, m.kind, m.date, m.turn, m.context "
+                "FROM memories m INDEXED BY memories_by_user_id "
                 "JOIN embeddings e ON e.memory_rowid = m.id "
                 f"WHERE m.user_id = ? AND m.archived = 0 AND m.id > ? AND e.encoder = ? AND m.kind IN ({','.join('?' * len(ks))}) "
                 "ORDER BY m.id",
@@ -627,6 +698,39 @@ class SQLiteStorage(Storage):
             args += ds
         with self._write() as c:
             return int(c.execute(sql, args).rowcount)
+
+    def forget_columns(self, user_id: int, kinds: Iterable[MemoryKind]) -> ForgetColumns:
+        """One scan of the ``memories_forget`` index, whose order is the order of
+        :meth:`memories` (so nothing is sorted), with the columns concatenated inside SQLite:
+        about 10x faster than building a :class:`Memory` per row. Rowid and strength travel as
+        one number. Anything unusual (a strength outside 0-8191 or not an integer, a date that
+        is not a plain ``YYYY-MM-DD`` day) takes the generic path, so the result is always
+        exactly the generic path's."""
+        ks = [k.value for k in kinds]
+        row = (
+            self._conn()
+            .execute(
+                "SELECT count(*), min(strength), max(strength), group_concat(id * 8192 + strength), "
+                "group_concat(COALESCE(last_recall_date, date), '') "
+                "FROM memories INDEXED BY memories_forget "
+                f"WHERE user_id = ? AND archived = 0 AND kind IN ({','.join('?' * len(ks))})",
+                (user_id, *ks),
+            )
+            .fetchone()
+        )
+        n = int(row[0])
+        if n == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return ForgetColumns(empty, empty.copy(), np.zeros(0, dtype=np.float64))
+        anchors = _day_numbers(row[4], n)
+        if anchors is None or not (0 <= row[1] <= row[2] < 8192):
+            return super().forget_columns(user_id, kinds)
+        with warnings.catch_warnings():  # a non-integer strength stops the parse early: checked below
+            warnings.simplefilter("ignore")
+            packed = np.fromstring(row[3], dtype=np.int64, sep=",")
+        if len(packed) != n or row[3].count(",") != n - 1:
+            return super().forget_columns(user_id, kinds)
+        return ForgetColumns(packed >> 13, anchors, (packed & 8191).astype(np.float64))
 
     def counts(self) -> dict[str, Any]:
         conn = self._conn()

@@ -1,0 +1,88 @@
+"""Event summaries and personality portraits (paper §2.1), made by any LangChain chat model.
+
+Per user and day: an event summary and a personality/emotion reading; over all days: a global
+event summary and a global portrait that also says how the companion should respond. They are
+memory pieces: stored with their date via ``bank.set_layer`` (daily event summaries are indexed
+for retrieval and forgotten like turns), read back by ``bank.layer(user, kind, date)`` and, for
+the prompt, ``bank.profile(user)`` -> ``{"global_summary", "global_portrait"}``.
+
+API::
+
+    from memory_bank.llm import build_chat_model
+    from memory_bank.summaries import RolloverScheduler, Summarizer, SummaryConfig
+
+    summarizer = Summarizer(bank, build_chat_model("llamacpp"), language="en",  # or "zh"
+                            config=SummaryConfig(max_attempts=3))
+    summarizer.due_days(user, today=None) -> list[str]            # finished days needing layers
+    summarizer.summarize_user(user, now=None) -> SummaryReport     # due days, then the globals
+    summarizer.summarize_day(user, "2023-05-04"); summarizer.summarize_globals(user)
+
+    scheduler = RolloverScheduler(summarizer)       # one background worker thread
+    scheduler.on_turn(user, turn_date) -> bool      # after each stored turn; queues on a new day
+    scheduler.submit(user)                          # e.g. after deleting a memory
+    scheduler.wait(timeout=None); scheduler.close()
+
+``SummaryReport`` has ``days``, ``written`` / ``deleted`` (memory ids), ``failed`` (kind, date,
+error), ``calls``, ``seconds``, ``ok``. Chains on their own: :func:`build_chain` /
+:func:`build_chains` (``prompt | chat model | SummaryParser``); prompts: :data:`LANGUAGES`.
+CLI: ``memorybank summarize --store DIR [--user U] [--llm SPEC] [--language en|zh] [--now DATE]``.
+
+Importing this package loads no model and calls no LLM.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memory_bank.summaries.chains import SummaryParser, build_chain, build_chains, build_prompt
+    from memory_bank.summaries.config import SummaryConfig, load_summary_config
+    from memory_bank.summaries.errors import ContextTooSmallError, SummaryError, SummaryTimeoutError
+    from memory_bank.summaries.prompts import LANGUAGES, LanguagePack, Task, language_pack
+    from memory_bank.summaries.scheduler import RolloverScheduler
+    from memory_bank.summaries.state import due_days
+    from memory_bank.summaries.summarizer import Failure, Summarizer, SummaryReport
+
+#: public name -> module; imported on first use, so ``memorybank`` commands that do not
+#: summarise (and ``memory_bank.summaries.cli``) do not pay for the LangChain prompt stack.
+_EXPORTS = {
+    **dict.fromkeys(["SummaryParser", "build_chain", "build_chains", "build_prompt"], "chains"),
+    **dict.fromkeys(["SummaryConfig", "load_summary_config"], "config"),
+    **dict.fromkeys(["ContextTooSmallError", "SummaryError", "SummaryTimeoutError"], "errors"),
+    **dict.fromkeys(["LANGUAGES", "LanguagePack", "Task", "language_pack"], "prompts"),
+    "RolloverScheduler": "scheduler",
+    **dict.fromkeys(["Failure", "Summarizer", "SummaryReport"], "summarizer"),
+    "due_days": "state",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "LANGUAGES",
+    "ContextTooSmallError",
+    "Failure",
+    "LanguagePack",
+    "RolloverScheduler",
+    "Summarizer",
+    "SummaryConfig",
+    "SummaryError",
+    "SummaryParser",
+    "SummaryReport",
+    "SummaryTimeoutError",
+    "Task",
+    "build_chain",
+    "build_chains",
+    "build_prompt",
+    "due_days",
+    "language_pack",
+    "load_summary_config",
+]

@@ -1,0 +1,86 @@
+"""What is due: a user's days, their layers, and the fingerprints that make runs idempotent.
+
+A day's layers are due once the day is over and they are missing or stale (the core marks them
+stale when a turn of the day is added or deleted). A global layer records a fingerprint of the
+dailies it was made from; when they change, it is due again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+from memory_bank.records import Memory, MemoryKind
+
+if TYPE_CHECKING:
+    from memory_bank.bank import MemoryBank
+
+DAILY_KINDS = (MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY)
+GLOBAL_KINDS = (MemoryKind.GLOBAL_SUMMARY, MemoryKind.GLOBAL_PORTRAIT)
+#: the daily kind each global kind is made from
+SOURCE_KIND = {
+    MemoryKind.GLOBAL_SUMMARY: MemoryKind.DAILY_SUMMARY,
+    MemoryKind.GLOBAL_PORTRAIT: MemoryKind.DAILY_PERSONALITY,
+}
+
+
+def to_date(value: dt.date | dt.datetime | str | None, clock: Callable[[], dt.datetime]) -> dt.date:
+    """A calendar day from a date, datetime, ``YYYY-MM-DD`` string, or ``None`` (the clock's today)."""
+    if value is None:
+        return clock().date()
+    if isinstance(value, dt.datetime):
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    from memory_bank.text import parse_day
+
+    return dt.date.fromisoformat(parse_day(value, "now"))
+
+
+def fingerprint(items: Sequence[tuple[str, str]]) -> str:
+    """A short hash of (key, text) pairs: what a layer was made from, stored in its ``extra``."""
+    h = hashlib.sha256()
+    for key, text in items:
+        h.update(key.encode())
+        h.update(b"\x1f")
+        h.update(text.encode())
+        h.update(b"\x1e")
+    return h.hexdigest()[:16]
+
+
+def daily_state(
+    bank: MemoryBank, user: str
+) -> tuple[dict[str, list[Memory]], dict[tuple[MemoryKind, str], Memory]]:
+    """Live (not forgotten) turns by day, and every daily layer (forgotten ones too) by (kind, day)."""
+    turns: dict[str, list[Memory]] = {}
+    layers: dict[tuple[MemoryKind, str], Memory] = {}
+    for m, _ in bank.memories(user, kinds=(MemoryKind.TURN, *DAILY_KINDS), include_archived=True):
+        if m.kind is MemoryKind.TURN:
+            if not m.archived:
+                turns.setdefault(m.date, []).append(m)
+        else:
+            layers[(m.kind, m.date)] = m
+    return turns, layers
+
+
+def layer_due(layer: Memory | None) -> bool:
+    """Missing or stale. A forgotten (archived) layer that is not stale is done: forgetting must not undo itself."""
+    return layer is None or layer.stale
+
+
+def due_days(bank: MemoryBank, user: str, today: dt.date | dt.datetime | str | None = None) -> list[str]:
+    """Days before ``today`` with turns whose daily layers are missing or stale, oldest first
+    (no LLM needed: the CLI's ``--dry-run`` uses this)."""
+    if not bank.has_user(user):
+        return []
+    day = to_date(today, bank.clock).isoformat()
+    turns, layers = daily_state(bank, user)
+    return [d for d in sorted(turns) if d < day and any(layer_due(layers.get((k, d))) for k in DAILY_KINDS)]
+
+
+def global_sources(dailies: Sequence[Memory]) -> list[tuple[str, str]]:
+    """(day, text) of the daily layers a global one is made from. Stale ones are left out: they
+    may quote deleted turns (the next run remakes them, and then the global one)."""
+    return sorted((m.date, m.text.strip()) for m in dailies if m.text.strip() and not m.stale)

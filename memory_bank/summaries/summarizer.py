@@ -1,0 +1,405 @@
+"""The :class:`Summarizer`: which summaries are due, and making them robustly.
+
+A day's two layers (event summary, personality) are due once the day is over and they are
+missing or stale; stale layers of a day with no turns left are deleted. The two global layers
+are remade from the dailies whenever those changed (a fingerprint of their sources is stored in
+the layer's ``extra``). Material that does not fit the model's context is summarised in chunks
+that are then combined, so the instruction is never cut. Every LLM call is retried with backoff;
+a layer that still fails is logged, reported and left due for the next run: raw turns are never
+touched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.exceptions import OutputParserException
+
+from memory_bank.llm import context_window, count_tokens
+from memory_bank.records import Memory, MemoryKind
+from memory_bank.summaries.chains import build_chains, build_prompt, copies_material, prompt_inputs
+from memory_bank.summaries.chunking import Chunker, Unit
+from memory_bank.summaries.config import SummaryConfig
+from memory_bank.summaries.errors import ContextTooSmallError, SummaryError, SummaryTimeoutError
+from memory_bank.summaries.prompts import Task, language_pack
+from memory_bank.summaries.state import (
+    DAILY_KINDS,
+    GLOBAL_KINDS,
+    SOURCE_KIND,
+    daily_state,
+    due_days,
+    fingerprint,
+    global_sources,
+    layer_due,
+    to_date,
+)
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from memory_bank.bank import MemoryBank
+
+logger = logging.getLogger(__name__)
+
+#: kind -> (task for the material, task that combines partial answers)
+_TASKS = {
+    MemoryKind.DAILY_SUMMARY: (Task.DAILY_EVENTS, Task.MERGE_EVENTS),
+    MemoryKind.DAILY_PERSONALITY: (Task.DAILY_PERSONALITY, Task.MERGE_PERSONALITY),
+    MemoryKind.GLOBAL_SUMMARY: (Task.GLOBAL_EVENTS, Task.GLOBAL_EVENTS),
+    MemoryKind.GLOBAL_PORTRAIT: (Task.GLOBAL_PORTRAIT, Task.GLOBAL_PORTRAIT),
+}
+_TOKENS_PER_MESSAGE = 8  # chat-template tokens around each message
+
+
+@dataclasses.dataclass
+class Failure:
+    """A layer that could not be made this run (it stays due)."""
+
+    kind: str
+    date: str | None
+    error: str
+
+
+@dataclasses.dataclass
+class SummaryReport:
+    """What one :meth:`Summarizer.summarize_user` run did."""
+
+    user: str
+    today: str
+    days: list[str] = dataclasses.field(default_factory=list)
+    written: list[str] = dataclasses.field(default_factory=list)
+    deleted: list[str] = dataclasses.field(default_factory=list)
+    failed: list[Failure] = dataclasses.field(default_factory=list)
+    changed: list[str] = dataclasses.field(default_factory=list)
+    #: tasks whose answer only copied part of their material (kept for want of a better one)
+    weak: list[str] = dataclasses.field(default_factory=list)
+    calls: int = 0
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class _Deadline(BaseCallbackHandler):
+    """Stops a streaming call once its time is up (the error propagates: ``raise_error``)."""
+
+    raise_error = True
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.deadline = time.monotonic() + seconds
+
+    def on_llm_new_token(self, token: Any, **kwargs: Any) -> None:
+        if time.monotonic() > self.deadline:
+            raise SummaryTimeoutError(f"the LLM call ran past {self.seconds:g} s (call_timeout_s)")
+
+
+def _model_label(model: object) -> str:
+    for attr in ("model_name", "model", "model_path"):
+        value = getattr(model, attr, None)
+        if isinstance(value, str) and value:
+            return Path(value).name if attr == "model_path" else value
+    return type(model).__name__
+
+
+class Summarizer:
+    """Makes a user's daily and global summary layers with any LangChain chat model.
+
+    Args:
+        bank: the :class:`~memory_bank.MemoryBank` to read turns from and store layers in.
+        chat_model: any ``BaseChatModel`` (see :func:`memory_bank.llm.build_chat_model`).
+        language: ``en`` or ``zh`` (prompts and output); default: the config's, else the bank's.
+        config: a :class:`SummaryConfig`.
+        sleep: waits between retries (inject a no-op in tests).
+
+    Example::
+
+        summarizer = Summarizer(bank, build_chat_model("llamacpp"), language="en")
+        report = summarizer.summarize_user("Emily")        # every finished day, then the globals
+        bank.profile("Emily")["global_portrait"]
+    """
+
+    def __init__(
+        self,
+        bank: MemoryBank,
+        chat_model: BaseChatModel,
+        language: str | None = None,
+        *,
+        config: SummaryConfig | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.bank = bank
+        self.chat_model = chat_model
+        self.config = config or SummaryConfig()
+        self.language = language or self.config.language or bank.config.language
+        self.pack = language_pack(self.language)
+        self.chains = build_chains(
+            chat_model,
+            self.pack.code,
+            max_chars=self.config.max_summary_chars,
+            min_words=self.config.min_words,
+        )
+        self._sleep = sleep
+        self._chunker = Chunker(self._tokens)
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+
+    # -- what is due --------------------------------------------------------------------------
+    def due_days(self, user: str, today: dt.date | dt.datetime | str | None = None) -> list[str]:
+        """Finished days (before ``today``, default the bank's clock) whose daily layers are
+        missing or stale, oldest first. Unknown users have none."""
+        return due_days(self.bank, user, today)
+
+    # -- running ------------------------------------------------------------------------------
+    def _user_lock(self, name: str) -> threading.Lock:
+        with self._locks_guard:
+            return self._locks.setdefault(name, threading.Lock())
+
+    def summarize_user(
+        self,
+        user: str,
+        now: dt.date | dt.datetime | str | None = None,
+        *,
+        progress: Callable[[int], None] | None = None,
+    ) -> SummaryReport:
+        """Make every due daily layer of ``user`` (days before ``now``), then update the globals.
+
+        Idempotent: done layers are skipped. Failures are in the report, never raised (except
+        for an unknown user). ``progress(1)`` is called after each day and after the globals.
+        """
+        name = self.bank.user(user).name  # raises UserNotFoundError with the known users
+        today = to_date(now, self.bank.clock)
+        report = SummaryReport(user=name, today=today.isoformat())
+        started = time.monotonic()
+        with self._user_lock(name):
+            turns, layers = daily_state(self.bank, name)
+            for (_kind, day), layer in sorted(layers.items(), key=lambda kv: (kv[0][1], kv[0][0].value)):
+                if layer.stale and day not in turns:  # its day has no turns left: nothing to summarise
+                    self.bank.delete_memory(name, layer.memory_id)
+                    report.deleted.append(layer.memory_id)
+            for day in sorted(turns):
+                if day >= report.today:
+                    continue
+                kinds = [k for k in DAILY_KINDS if layer_due(layers.get((k, day)))]
+                if kinds:
+                    self._summarize_day(name, day, turns[day], kinds, report)
+                    if progress:
+                        progress(1)
+            self._summarize_globals(name, report, dailies_changed=bool(report.written or report.deleted))
+            if progress:
+                progress(1)
+        report.seconds = round(time.monotonic() - started, 3)
+        log = logger.warning if report.failed else logger.info
+        log(
+            "summaries of %r up to %s: %d layers written, %d deleted, %d failed, %d LLM calls in %.1f s",
+            name, report.today, len(report.written), len(report.deleted), len(report.failed),
+            report.calls, report.seconds,
+        )  # fmt: skip
+        return report
+
+    def summarize_day(self, user: str, date: str, *, force: bool = True) -> SummaryReport:
+        """(Re)make the daily layers of one day now, whether or not the day is over."""
+        name = self.bank.user(user).name
+        report = SummaryReport(user=name, today=self.bank.clock().date().isoformat())
+        with self._user_lock(name):
+            turns, layers = daily_state(self.bank, name)
+            if date in turns:
+                kinds = [k for k in DAILY_KINDS if force or layer_due(layers.get((k, date)))]
+                self._summarize_day(name, date, turns[date], kinds, report)
+        return report
+
+    def summarize_globals(self, user: str, *, force: bool = False) -> SummaryReport:
+        """Update the global event summary and portrait from the daily layers."""
+        name = self.bank.user(user).name
+        report = SummaryReport(user=name, today=self.bank.clock().date().isoformat())
+        with self._user_lock(name):
+            self._summarize_globals(name, report, dailies_changed=force)
+        return report
+
+    # -- daily layers ---------------------------------------------------------------------------
+    def _turn_text(self, m: Memory) -> str:
+        when = ""
+        if m.timestamp and "T" in m.timestamp:
+            when = f"[{m.timestamp.split('T', 1)[1][:5]}] "
+        text = when + self.pack.item.format(
+            label=self.pack.user_label, text=m.query if m.query is not None else m.text
+        )
+        if m.response:
+            text += "\n" + self.pack.item.format(label=self.pack.ai_label, text=m.response)
+        return text
+
+    def _summarize_day(
+        self, user: str, day: str, turns: list[Memory], kinds: Sequence[MemoryKind], report: SummaryReport
+    ) -> None:
+        source = fingerprint([(m.memory_id, m.text) for m in turns])
+        units = [Unit(str(m.turn), str(m.turn), self._turn_text(m)) for m in turns]
+        made = 0
+        for kind in kinds:
+            task, merge = _TASKS[kind]
+            try:
+                text = self._condense(task, merge, units, {"date": day}, report)
+            except Exception as e:  # reported and retried next run; chat goes on
+                logger.warning("could not make the %s of %r for %s: %s", kind.value, user, day, e)
+                report.failed.append(Failure(kind.value, day, f"{type(e).__name__}: {e}"))
+                continue
+            live = self.bank.history(user, date=day)
+            if fingerprint([(m.memory_id, m.text) for m in live]) != source:
+                logger.info("turns of %r on %s changed while summarising; left for the next run", user, day)
+                report.changed.append(f"{kind.value}:{day}")
+                continue
+            extra = {"source": source, "turns": len(turns), "model": _model_label(self.chat_model)}
+            memory = self.bank.set_layer(user, kind, text, date=day, extra=extra)
+            report.written.append(memory.memory_id)
+            made += 1
+        if made == len(kinds):
+            report.days.append(day)
+
+    # -- global layers ---------------------------------------------------------------------------
+    def _summarize_globals(self, user: str, report: SummaryReport, *, dailies_changed: bool) -> None:
+        for kind in GLOBAL_KINDS:
+            rows = self.bank.memories(user, kinds=(SOURCE_KIND[kind], kind), include_archived=False)
+            existing = next((m for m, _ in rows if m.kind is kind), None)
+            sources = global_sources([m for m, _ in rows if m.kind is SOURCE_KIND[kind]])
+            source = fingerprint(sources)
+            if not sources:
+                if existing is not None and existing.stale:  # made from content that is gone
+                    self.bank.delete_memory(user, existing.memory_id)
+                    report.deleted.append(existing.memory_id)
+                continue
+            stored = existing.extra.get("source") if existing is not None else None
+            due = (
+                existing is None
+                or existing.stale
+                or (stored is not None and stored != source)
+                or (stored is None and dailies_changed)
+            )
+            if not due:
+                continue
+            task, merge = _TASKS[kind]
+            first, last = sources[0][0], sources[-1][0]
+            units = [Unit(d, d, self.pack.item.format(label=d, text=t)) for d, t in sources]
+            variables = {"period": self.pack.period.format(first=first, last=last)}
+            try:
+                text = self._condense(task, merge, units, variables, report)
+            except Exception as e:  # reported and retried next run
+                logger.warning("could not make the %s of %r: %s", kind.value, user, e)
+                report.failed.append(Failure(kind.value, None, f"{type(e).__name__}: {e}"))
+                continue
+            now_rows = self.bank.memories(user, kinds=(SOURCE_KIND[kind],), include_archived=False)
+            if fingerprint(global_sources([m for m, _ in now_rows])) != source:
+                report.changed.append(kind.value)
+                continue
+            extra = {"source": source, "days": len(sources), "model": _model_label(self.chat_model)}
+            memory = self.bank.set_layer(user, kind, text, date=last, extra=extra)
+            report.written.append(memory.memory_id)
+
+    # -- fitting the context ---------------------------------------------------------------------
+    def _tokens(self, text: str) -> int:
+        return count_tokens(self.chat_model, text)
+
+    def _output_tokens(self) -> int:
+        if self.config.output_tokens:
+            return self.config.output_tokens
+        value = getattr(self.chat_model, "max_tokens", None)
+        return value if isinstance(value, int) and value > 0 else self.config.default_output_tokens
+
+    def budget(self, task: Task, variables: dict[str, str]) -> int:
+        """Tokens left for the material of one ``task`` call: the context minus the answer, the
+        prompt around the material and a safety margin."""
+        context = self.config.context_tokens or context_window(
+            self.chat_model, self.config.default_context_tokens
+        )
+        sample = prompt_inputs(**{**variables, "part_note": self.pack.part_note.format(part=10, parts=10)})
+        messages = build_prompt(task, self.pack.code).format_messages(**sample)
+        overhead = sum(self._tokens(str(m.content)) + _TOKENS_PER_MESSAGE for m in messages)
+        return int(context or 0) - self._output_tokens() - overhead - self.config.safety_tokens
+
+    def _condense(
+        self,
+        task: Task,
+        merge: Task,
+        units: list[Unit],
+        variables: dict[str, str],
+        report: SummaryReport,
+        depth: int = 0,
+    ) -> str:
+        """One call if the material fits, else summarise chunks and combine them (recursively)."""
+        budget = self.budget(task, variables)
+        content = "\n".join(u.text for u in units)
+        if self._tokens(content) <= budget:
+            return self._call(task, prompt_inputs(**variables, content=content), report)
+        if budget < 2 * (self._output_tokens() + 16):  # two partial answers must fit to combine
+            raise ContextTooSmallError(
+                f"the model's context leaves only {budget} tokens for the material of {task.value}; "
+                "use a model with a larger context (n_ctx / context_tokens) or lower max_tokens"
+            )
+        if depth >= self.config.max_depth:
+            raise SummaryError(f"the material is still too long after {depth} combine rounds (max_depth)")
+        chunks = self._chunker.pack(units, budget)
+        partials = []
+        for i, chunk in enumerate(chunks, 1):
+            values = dict(variables, content="\n".join(u.text for u in chunk))
+            if task in (Task.GLOBAL_EVENTS, Task.GLOBAL_PORTRAIT):
+                label = self.pack.period.format(first=chunk[0].first, last=chunk[-1].last)
+                values["period"] = label
+            else:
+                values["part_note"] = self.pack.part_note.format(part=i, parts=len(chunks))
+                label = self.pack.part_label.format(part=i)
+            answer = self._call(task, prompt_inputs(**values), report)
+            partials.append(
+                Unit(chunk[0].first, chunk[-1].last, self.pack.item.format(label=label, text=answer))
+            )
+        logger.info("%s: material split into %d chunks (budget %d tokens)", task.value, len(chunks), budget)
+        return self._condense(merge, merge, partials, variables, report, depth + 1)
+
+    # -- one LLM call, retried -------------------------------------------------------------------
+    def _call(self, task: Task, inputs: dict[str, str], report: SummaryReport) -> str:
+        """One answer for ``task``, retried with backoff on errors, timeouts and junk. An answer
+        that merely copies part of the material is retried too, but kept as a last resort."""
+        attempts = self.config.max_attempts
+        error: Exception | None = None
+        fallback: str | None = None
+        for attempt in range(1, attempts + 1):
+            config: Any = None
+            if self.config.call_timeout_s:
+                config = {
+                    "callbacks": [_Deadline(self.config.call_timeout_s)],
+                    "run_name": f"memorybank.{task.value}",
+                }
+            report.calls += 1
+            if attempt > 1:
+                inputs = {**inputs, "retry_note": self.pack.retry_note}
+            try:
+                # stream(), not invoke(): every model that can stream does, so the deadline
+                # callback sees tokens and can stop a runaway call; the parser yields once.
+                answer = "".join(self.chains[task].stream(inputs, config=config))
+                if not copies_material(answer, inputs["content"]):
+                    return answer
+                fallback = answer
+                error = OutputParserException(f"the answer copies part of the material: {answer[:120]!r}")
+            except Exception as e:  # timeouts, API errors and junk are all retried
+                error = e
+            logger.info(
+                "%s attempt %d/%d failed: %s: %s", task.value, attempt, attempts, type(error).__name__, error
+            )
+            if attempt < attempts:
+                self._sleep(min(self.config.max_backoff_s, self.config.backoff_s * 2 ** (attempt - 1)))
+        if fallback is not None:
+            logger.warning("%s: every answer copied part of the material; keeping the last copy", task.value)
+            report.weak.append(task.value)
+            return fallback
+        raise SummaryError(
+            f"{task.value} failed after {attempts} attempts: {type(error).__name__}: {error}"
+        ) from error

@@ -1,0 +1,227 @@
+"""Deletion: one memory or a whole user deleted through the library, the CLI or SiliconFriend's
+"delete memory" / "Forget me" leaves the content nowhere: search, memories listing, profile, export,
+summaries and portrait (once regenerated), and the SQLite file's text columns."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import gradio as gr
+import pytest
+
+from memory_bank import MemoryBank, MemoryKind
+from memory_bank.cli import main as cli_main
+from memory_bank.embeddings import HashingEncoder
+from memory_bank.original_format import export_data
+from memory_bank.summaries import Summarizer
+from memory_bank.summaries.config import SummaryConfig
+from silicon_friend.engine import SiliconFriend
+from silicon_friend.memories import export_user, memory_rows
+from silicon_friend.models import prepare_model
+from silicon_friend.web.app import WebApp
+from tests.conftest import FixedClock
+from tests.silicon_friend.fakes import EchoChatModel
+from tests.summaries.conftest import ScriptedChatModel
+
+SECRET = "ZEBRACODE"
+KEEP = "OTTERKEEP"
+OTHER = "BOBSAFE"
+DB = "memorybank.sqlite3"
+CONFIG = SummaryConfig(max_attempts=1, backoff_s=0)
+
+
+def _open(store: Path) -> MemoryBank:
+    return MemoryBank.open(store, clock=FixedClock(), encoder_instance=HashingEncoder(64))
+
+
+def _seed(bank: MemoryBank) -> str:
+    """Ann tells a secret on 04-27 and something else on 04-28; Bob has his own memory. Summaries
+    (made by a fake that quotes every all-caps word) quote the secret. Returns the secret turn's id."""
+    secret = bank.add_turn("Ann", f"My diary password is {SECRET}.", f"I will keep {SECRET} safe.",
+                           at="2023-04-27T10:00:00")  # fmt: skip
+    bank.add_turn("Ann", f"I visited the {KEEP} zoo.", "Lovely.", at="2023-04-27T10:05:00")
+    bank.add_turn("Ann", f"The {KEEP} was asleep.", "Aw.", at="2023-04-28T09:00:00")
+    bank.add_turn("Bob", f"My code is {OTHER}.", "Noted.", at="2023-04-27T11:00:00")
+    for user in ("Ann", "Bob"):
+        Summarizer(bank, ScriptedChatModel(), config=CONFIG, sleep=lambda s: None).summarize_user(user)
+    assert SECRET in bank.profile("Ann")["global_summary"]
+    assert SECRET in bank.layer("Ann", MemoryKind.DAILY_SUMMARY, date="2023-04-27").text
+    return secret.memory_id
+
+
+def _raw_hits(
+    store: Path, needle: str, columns: tuple[str, ...] = ("text", "query", "response", "extra")
+) -> list[tuple]:
+    con = sqlite3.connect(store / DB)
+    try:
+        where = " OR ".join(f"instr(coalesce({c}, ''), ?)" for c in columns)
+        rows = con.execute(
+            f"SELECT memory_id, kind FROM memories WHERE {where}", (needle,) * len(columns)
+        ).fetchall()
+        rows += con.execute(
+            "SELECT name, 'user' FROM users WHERE instr(name || extra, ?)", (needle,)
+        ).fetchall()
+        rows += con.execute("SELECT key, 'meta' FROM meta WHERE instr(value, ?)", (needle,)).fetchall()
+    finally:
+        con.close()
+    return rows
+
+
+def _found_anywhere(bank: MemoryBank, store: Path, user: str, needle: str) -> list[str]:
+    """Every place ``needle`` still shows for ``user`` (empty: gone)."""
+    where = []
+    if bank.has_user(user):
+        for q in (needle, f"password {needle}", "diary password"):
+            if any(needle in h.memory.text for h in bank.search(user, q, k=20)):
+                where.append(f"search {q!r}")
+        if any(needle in (m.text + str(m.query) + str(m.response)) for m, _ in bank.memories(user)):
+            where.append("memories")
+        if needle in json.dumps(bank.profile(user)):
+            where.append("profile")
+        if needle in json.dumps(export_data(bank, [user]), ensure_ascii=False):
+            where.append("export")
+        if any(needle in r.text for r in memory_rows(bank, user)):
+            where.append("memory_rows")
+    if _raw_hits(store, needle):
+        where.append(f"sqlite {_raw_hits(store, needle)}")
+    return where
+
+
+def _resummarize(bank: MemoryBank, user: str) -> None:
+    report = Summarizer(bank, ScriptedChatModel(), config=CONFIG, sleep=lambda s: None).summarize_user(user)
+    assert not report.failed
+
+
+def _bob_intact(bank: MemoryBank, store: Path) -> None:
+    assert [h.memory.user for h in bank.search("Bob", OTHER)] and _raw_hits(store, OTHER)
+    assert OTHER in bank.profile("Bob")["global_summary"]
+
+
+def test_library_delete_memory_then_resummarize_leaves_nothing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "s"
+    bank = _open(store)
+    secret_id = _seed(bank)
+    bank.delete_memory("Ann", secret_id)
+    # At once: the turn is gone from every view; the layers that quoted it are marked stale.
+    assert not any(SECRET in (m.query or "") for m in bank.history("Ann"))
+    assert bank.layer("Ann", MemoryKind.DAILY_SUMMARY, date="2023-04-27").stale
+    assert bank.layer("Ann", MemoryKind.GLOBAL_SUMMARY).stale
+    assert _found_anywhere(bank, store, "Ann", SECRET) == []  # even before the summaries are remade
+    _resummarize(bank, "Ann")
+    assert _found_anywhere(bank, store, "Ann", SECRET) == []
+    assert KEEP in bank.profile("Ann")["global_summary"]  # the rest is still remembered
+    _bob_intact(bank, store)
+    bank.close()
+
+
+def test_deleted_turn_survives_in_no_other_turns_context(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "s"
+    bank = _open(store)
+    secret_id = _seed(bank)
+    bank.delete_memory("Ann", secret_id)
+    _resummarize(bank, "Ann")
+    assert _raw_hits(store, SECRET, ("text", "query", "response", "extra", "context")) == []
+    bank.close()
+
+
+def test_deleting_a_days_only_turn_removes_that_days_summaries(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "s"
+    bank = _open(store)
+    _seed(bank)
+    for m in bank.history("Ann", date="2023-04-27"):
+        bank.delete_memory("Ann", m.memory_id)
+    _resummarize(bank, "Ann")
+    assert bank.layer("Ann", MemoryKind.DAILY_SUMMARY, date="2023-04-27") is None
+    assert _found_anywhere(bank, store, "Ann", SECRET) == []
+    bank.close()
+
+
+def test_library_delete_user_leaves_nothing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "s"
+    bank = _open(store)
+    _seed(bank)
+    bank.delete_user("Ann")
+    assert not bank.has_user("Ann") and bank.users() == ["Bob"]
+    for needle in (SECRET, KEEP, "Ann"):
+        assert _found_anywhere(bank, store, "Ann", needle) == [] or needle == "Ann"
+    every = ("text", "query", "response", "extra", "context")
+    assert _raw_hits(store, SECRET, every) == [] and _raw_hits(store, KEEP, every) == []
+    con = sqlite3.connect(store / DB)
+    assert con.execute("SELECT count(*) FROM embeddings WHERE memory_rowid NOT IN (SELECT id FROM memories)"
+                       ).fetchone() == (0,)  # fmt: skip
+    con.close()
+    _bob_intact(bank, store)
+    bank.close()
+
+
+def test_cli_delete_memory_and_user(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "s"
+    bank = _open(store)
+    secret_id = _seed(bank)
+    bank.close()
+    common = ["--store", str(store), "--encoder", "hashing"]
+    assert cli_main(["delete", *common, "--user", "Ann", "--memory-id", secret_id]) == 0
+    bank = _open(store)
+    _resummarize(bank, "Ann")
+    assert _found_anywhere(bank, store, "Ann", SECRET) == []
+    bank.close()
+    capsys.readouterr()
+    assert cli_main(["search", *common, "--json", "--user", "Ann", SECRET, "--k", "20"]) == 0
+    assert cli_main(["memories", *common, "--json", "--user", "Ann"]) == 0
+    assert cli_main(["export", *common, "--user", "Ann"]) == 0
+    assert SECRET not in capsys.readouterr().out
+    assert cli_main(["delete", *common, "--user", "Ann"]) == 0
+    capsys.readouterr()
+    assert cli_main(["search", *common, "--user", "Ann", KEEP]) == 2  # unknown user now
+    assert cli_main(["export", *common]) == 0
+    out = capsys.readouterr().out
+    assert KEEP not in out and SECRET not in out and OTHER in out
+    assert _raw_hits(store, KEEP) == [] and _raw_hits(store, SECRET) == []
+
+
+def test_silicon_friend_delete_memory_and_forget_me(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "s"
+    bank = _open(store)
+    _seed(bank)
+    friend = SiliconFriend(bank, prepare_model(EchoChatModel(reply="Got it."), context_tokens=4096))
+    app = WebApp(friend)
+    req = gr.Request()
+    session, *_ = app.remember("Ann", None, req)
+    for _ in app.send(f"Another secret: {SECRET} again.", "Ann", session, 0.7, 0.9, 64, 2, req):
+        pass
+    said = session.turns[-1].memory_id
+    out = app.delete_memory("Ann", session, said, req)
+    assert all(SECRET not in json.dumps(m) for m in out[-1])  # the chat view drops it too
+    secret_id = next(m.memory_id for m in bank.history("Ann") if SECRET in (m.query or ""))
+    app.delete_memory("Ann", session, secret_id, req)
+    _resummarize(bank, "Ann")
+    assert _found_anywhere(bank, store, "Ann", SECRET) == []
+    _, table, _, choices = app.memories("Ann", session, req)
+    assert SECRET not in json.dumps(table) and SECRET not in json.dumps(choices, default=str)
+    path = export_user(bank, "Ann", tmp_path / "exp")
+    assert SECRET not in path.read_text(encoding="utf-8") and KEEP in path.read_text(encoding="utf-8")
+    # Forget me: refused without the tick, then everything of Ann's goes; Bob stays.
+    with pytest.raises(gr.Error):
+        app.forget_me("Ann", session, False, req)
+    assert bank.has_user("Ann")
+    fresh, _status, chatbot, table, *_ = app.forget_me("Ann", session, True, req)
+    assert not bank.has_user("Ann") and fresh.turns == [] and chatbot == [] and table == []
+    assert _raw_hits(store, KEEP) == [] and _raw_hits(store, SECRET) == []
+    _, table, _, _ = app.memories("Ann", fresh, req)
+    assert table == []
+    _bob_intact(bank, store)
+    bank.close()
+
+
+def test_forget_me_with_login_deletes_only_the_signed_in_user(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "s"
+    bank = _open(store)
+    _seed(bank)
+    app = WebApp(SiliconFriend(bank, prepare_model(EchoChatModel(), context_tokens=4096)), auth=True)
+    bob = gr.Request(username="Bob")
+    app.forget_me("Ann", None, True, bob)  # the name box says Ann; the login is Bob
+    assert bank.has_user("Ann") and not bank.has_user("Bob")
+    assert SECRET in bank.profile("Ann")["global_summary"]
+    bank.close()

@@ -1,0 +1,149 @@
+"""The prompt table (English and Chinese) and the output parser."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from langchain_core.exceptions import OutputParserException
+from langchain_core.language_models import FakeListChatModel
+
+from memory_bank.errors import InvalidInputError
+from memory_bank.summaries import LANGUAGES, SummaryParser, Task, build_chain, build_prompt, language_pack
+from memory_bank.summaries.chains import clean_summary, prompt_inputs
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+PAPER_PHRASES = {
+    "en": {
+        Task.DAILY_EVENTS: "Summarize the events and key information",
+        Task.DAILY_PERSONALITY: "please summarize the user's personality traits and emotions",
+        Task.GLOBAL_EVENTS: "Summarize the events and key information",
+        Task.GLOBAL_PORTRAIT: "Please provide a highly concise and general summary of the user's personality",
+    },
+    "zh": {
+        Task.DAILY_EVENTS: "事件和关键信息",
+        Task.DAILY_PERSONALITY: "总结用户的性格特点和情绪",
+        Task.GLOBAL_EVENTS: "事件和关键信息",
+        Task.GLOBAL_PORTRAIT: "高度简洁、概括的总结",
+    },
+}
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+@pytest.mark.parametrize("task", list(Task))
+def test_every_prompt_has_instruction_material_and_cue(language: str, task: Task) -> None:
+    pack = LANGUAGES[language]
+    values = prompt_inputs(
+        date="2023-05-04",
+        period="P1",
+        part_note=pack.part_note.format(part=2, parts=3),
+        content="<<MATERIAL>>",
+    )
+    (human,) = build_prompt(task, language).format_messages(**values)  # no system message (see prompts.py)
+    text = human.content
+    assert isinstance(text, str)
+    assert (
+        text.index(pack.instructions[task].split("{")[0][:10])
+        < text.index("<<MATERIAL>>")
+        < text.index(pack.cues[task])
+    )
+    assert "{" not in text and "}" not in text  # every variable was filled
+    if task in (Task.DAILY_EVENTS, Task.DAILY_PERSONALITY, Task.MERGE_EVENTS, Task.MERGE_PERSONALITY):
+        assert "2023-05-04" in text
+    if task in (Task.GLOBAL_EVENTS, Task.GLOBAL_PORTRAIT):
+        assert "P1" in text
+    if task in (Task.DAILY_EVENTS, Task.DAILY_PERSONALITY):
+        assert values["part_note"] in text
+    prose = text.replace("<<MATERIAL>>", "")
+    if language == "zh":
+        assert len(CJK.findall(prose)) > 40
+    else:
+        assert not CJK.search(prose)
+    if task in PAPER_PHRASES[language]:
+        assert PAPER_PHRASES[language][task] in text
+
+
+def test_prompts_need_only_the_content() -> None:
+    msgs = build_prompt(Task.DAILY_EVENTS, "en").format_messages(content="User: hi")
+    assert "User: hi" in str(msgs[0].content)
+
+
+def test_unknown_language_is_an_input_error() -> None:
+    with pytest.raises(InvalidInputError, match="use one of en, zh"):
+        language_pack("fr")
+    assert language_pack("cn") is LANGUAGES["zh"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("Summary: Emily adopted a cat.", "Emily adopted a cat."),
+        ("Here is the summary of the dialogue:\n\nEmily went to the park.", "Emily went to the park."),
+        ("```\nEmily baked bread.\n```", "Emily baked bread."),
+        ("**Daily summary**: Emily baked bread.", "Emily baked bread."),
+        ("She is kind. She is kind. She likes tea. She is kind.", "She is kind. She likes tea."),
+        ("1. Loves art.\n2. Loves art.\n3. Calm.\n4.", "1. Loves art.\n3. Calm."),
+        ("Emily adopted a cat. She named it Miso and then she", "Emily adopted a cat."),
+        ("Traits:\n1. Creative and calm.\n2. The user", "Traits:\n1. Creative and calm."),
+        ("Calm and kind. Her traits are:\n1. The user", "Calm and kind."),
+        ("The user's traits during these days were:\n1. The", ""),
+        ("Daily personality traits and emotions:\n2023-05-03: Calm and kind.", "Calm and kind."),
+        ("2023-05-03: Danced.\n2023-05-04 to 2023-05-05: Saw a film.", "Danced.\nSaw a film."),
+    ],
+)
+def test_clean_summary_en(raw: str, expected: str) -> None:
+    assert clean_summary(raw, LANGUAGES["en"]) == expected
+
+
+def test_clean_summary_zh_and_length_cap() -> None:
+    zh = LANGUAGES["zh"]
+    assert (
+        clean_summary("总结：用户今天养了一只猫。用户今天养了一只猫。她很开心。", zh)
+        == "用户今天养了一只猫。她很开心。"
+    )
+    long = " ".join(f"Sentence number {i} is here." for i in range(200))
+    out = clean_summary(long, LANGUAGES["en"], max_chars=300)
+    assert len(out) <= 300 and out.endswith(".")
+
+
+@pytest.mark.parametrize(
+    ("language", "answer", "reason"),
+    [
+        ("en", "   ", "empty"),
+        ("en", "Okay.", "too short"),
+        ("en", "As an AI language model, I cannot summarize personal dialogue.", "refusal"),
+        ("en", "User: hello there\nAI: hi, how are you\nUser: fine", "echoes the dialogue"),
+        (
+            "en",
+            "Summarize the events and key information in the following dialogue from",
+            "echoes the instruction",
+        ),
+        ("en", "用户今天养了一只猫，她很开心，还去了公园散步。", "expected language"),
+        ("zh", "The user adopted a cat today and felt happy.", "expected language"),
+    ],
+)
+def test_parser_rejects_junk(language: str, answer: str, reason: str) -> None:
+    parser = SummaryParser(language=language, task=Task.DAILY_EVENTS)
+    with pytest.raises(OutputParserException, match=reason):
+        parser.parse(answer)
+
+
+def test_parser_accepts_mixed_names_in_chinese() -> None:
+    parser = SummaryParser(language="zh", task=Task.DAILY_PERSONALITY)
+    assert (
+        parser.parse("Emily性格温和，喜欢绘画和钢琴，今天心情愉快。")
+        == "Emily性格温和，喜欢绘画和钢琴，今天心情愉快。"
+    )
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_chain_is_prompt_model_parser(language: str) -> None:
+    answer = (
+        "Summary: Emily adopted a cat named Miso."
+        if language == "en"
+        else "总结：用户今天领养了一只叫米索的猫。"
+    )
+    chain = build_chain(Task.DAILY_EVENTS, FakeListChatModel(responses=[answer]), language)
+    out = chain.invoke(prompt_inputs(date="2023-05-04", content="..."))
+    assert out == answer.split("：" if language == "zh" else ": ", 1)[1]
