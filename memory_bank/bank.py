@@ -27,7 +27,7 @@ from memory_bank.errors import InvalidInputError, MemoryNotFoundError, UserNotFo
 from memory_bank.index import PartitionCache
 from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind, SearchResult, index_text, turn_text
 from memory_bank.retrieval import rank
-from memory_bank.storage import SQLiteStorage, Storage, UserRecord, VectorBatch
+from memory_bank.storage import Storage, UserRecord, VectorBatch
 from memory_bank.text import parse_day, parse_time, validate_user
 
 logger = logging.getLogger(__name__)
@@ -110,7 +110,11 @@ class MemoryBank:
         self.config = config if config is not None else load_config(None, **overrides)
         if config is not None and overrides:
             self.config = load_config(None, **{**config.model_dump(), **overrides})
-        self.storage: Storage = storage if storage is not None else SQLiteStorage(self.config.store)
+        if storage is None:
+            from memory_bank.stores import open_storage
+
+            storage = open_storage(self.config.store)
+        self.storage: Storage = storage
         self._encoder = encoder
         self.clock: Clock = clock or dt.datetime.now
         self._cache = PartitionCache(
@@ -354,12 +358,14 @@ class MemoryBank:
             ranked = rank(part, query, qvec, k, self.config.retrieval, now=today, allowed_kinds=allowed)
             rowids = part.rowids[ranked.positions].tolist()
         by_row = {m.rowid: m for m in self.storage.memories(rec.id, rowids=rowids)}
-        results = []
+        found = []
         for rowid, score in zip(rowids, ranked.scores.tolist(), strict=True):
             m = by_row.get(rowid)
             if m is None or m.archived:  # deleted or forgotten by another process meanwhile
                 continue
-            results.append(SearchResult(m, score, self._retention([m], today)[0]))
+            found.append((m, score))
+        retention = self._retention([m for m, _ in found], today)
+        results = [SearchResult(m, score, r) for (m, score), r in zip(found, retention, strict=True)]
         if reinforce and results:
             self.reinforce(
                 rec.name,

@@ -40,7 +40,6 @@ def register_extension(add_parsers: Callable[[argparse._SubParsersAction], None]
 def _bank(args: argparse.Namespace, *, create: bool = False):  # type: ignore[no-untyped-def]
     from memory_bank.bank import MemoryBank
     from memory_bank.config import load_config
-    from memory_bank.storage import SQLiteStorage
 
     overrides: dict[str, Any] = {"store": args.store, "language": args.language, "encoder": args.encoder}
     forget: dict[str, Any] = {}
@@ -53,7 +52,9 @@ def _bank(args: argparse.Namespace, *, create: bool = False):  # type: ignore[no
     if forget:
         overrides["forgetting"] = forget
     cfg = load_config(args.config, **overrides)
-    storage = SQLiteStorage(cfg.store, create=create)
+    from memory_bank.stores import open_storage
+
+    storage = open_storage(cfg.store, create=create)
     return MemoryBank(cfg, storage=storage)
 
 
@@ -243,7 +244,9 @@ def _reembed(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--store", required=True, help="memory store directory")
+    common.add_argument(
+        "--store", required=True, help="memory store: a directory, sqlite:///DIR or postgresql://user@host/db"
+    )
     common.add_argument("--config", help="YAML config file; flags override it")
     common.add_argument("--language", choices=["en", "zh"], help="language (picks the default encoder)")
     common.add_argument(
@@ -307,7 +310,12 @@ def _load_extensions() -> None:
     """Subcommands that live in other modules register themselves on import."""
     import importlib
 
-    for module in ("memory_bank.summaries.cli", "memory_bank.evaluation.cli", "memory_bank.bench"):
+    for module in (
+        "memory_bank.summaries.cli",
+        "memory_bank.evaluation.cli",
+        "memory_bank.bench",
+        "memory_bank.migrate_cli",
+    ):
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as e:

@@ -65,7 +65,10 @@ class RetrievalConfig(_Strict):
 class MemoryBankConfig(_Strict):
     """Configuration of a :class:`memory_bank.MemoryBank`."""
 
-    store: str = Field("./memorybank_data", description="store directory (SQLite) or a database URL")
+    store: str = Field(
+        "./memorybank_data",
+        description="where memories live: a directory or sqlite:///DIR (SQLite), or postgresql://user@host/db",
+    )
     language: Language = "en"
     encoders: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_ENCODERS))
     encoder: str | None = Field(None, description="overrides encoders[language]")

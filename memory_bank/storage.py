@@ -461,7 +461,11 @@ class SQLiteStorage(Storage):
                 (user_id, memory.date),
             ).fetchone()
             turn = 0 if row[0] is None else int(row[0]) + 1
-            memory = dataclasses.replace(memory, turn=turn, memory_id=memory.memory_id.format(turn=turn))
+            # Only the trailing placeholder is filled: user names may contain braces.
+            memory_id = memory.memory_id
+            if memory_id.endswith("{turn}"):
+                memory_id = memory_id[: -len("{turn}")] + str(turn)
+            memory = dataclasses.replace(memory, turn=turn, memory_id=memory_id)
             cur = c.execute(self._INSERT, self._row(memory, user_id))
             memory.rowid = int(cur.lastrowid or 0)
             if vector is not None:

@@ -1,0 +1,280 @@
+"""Every method of the Storage interface, on SQLite and on PostgreSQL, with the same expectations."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import numpy as np
+import pytest
+
+from memory_bank import InvalidInputError, Memory, MemoryKind, StoreError, UserNotFoundError
+from memory_bank.storage import Storage
+
+ENC = "enc-4"
+TURN_KINDS = (MemoryKind.TURN, MemoryKind.DAILY_SUMMARY)
+
+
+def vec(*xs: float) -> np.ndarray:
+    v = np.asarray(xs, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def turn(user: str, date: str, text: str, **kw) -> Memory:  # type: ignore[no-untyped-def]
+    return Memory(memory_id=f"{user}_{date}_{{turn}}", user=user, kind=MemoryKind.TURN, date=date, text=text,
+                  query=text, response="", **kw)
+
+
+def full_memory(i: int) -> Memory:
+    """A memory with every field set to something other than its default."""
+    return Memory(
+        memory_id=f"Ann_2023-05-0{i}_0", user="Ann", kind=MemoryKind.TURN, date=f"2023-05-0{i}", turn=0,
+        text=f"q{i} é 漢字\nr{i}", query=f"q{i} é 漢字", response=f"r{i}", timestamp=f"2023-05-0{i}T10:11:12",
+        strength=3 + i, last_recall_date="2023-06-01", archived=i % 2 == 0, stale=True,
+        extra={"shape": "dict", "other": {"mood": "happy", "zeta": [1, {"a": None}], "alpha": "\u0000ok"}},
+        context=f"previous reply {i}",
+    )
+
+
+def test_users(storage: Storage) -> None:
+    assert storage.get_user("Ann") is None
+    ann = storage.ensure_user("Ann", {"file_key": " Ann ", "tags": ["x"]})
+    assert storage.ensure_user("Ann").id == ann.id  # idempotent; keeps the first extra
+    bob = storage.ensure_user("Bob")
+    assert (ann.name, ann.extra, ann.last_forget_date) == ("Ann", {"file_key": " Ann ", "tags": ["x"]}, None)
+    assert [u.name for u in storage.list_users()] == ["Ann", "Bob"]
+    storage.set_user_extra(ann.id, {"name": "Ann Lee", "姓名": "安"})
+    storage.set_forget_date(ann.id, "2023-05-04")
+    got = storage.get_user("Ann")
+    assert got is not None and got.extra == {"name": "Ann Lee", "姓名": "安"} and got.last_forget_date == "2023-05-04"
+    assert storage.user_state(bob.id) == (0, 0)
+    assert storage.delete_user(bob.id) == 0
+    with pytest.raises(UserNotFoundError):
+        storage.user_state(bob.id)
+    assert storage.memories(bob.id) == []
+
+
+def test_add_turn_numbers_turns_per_day_and_stores_the_vector(storage: Storage) -> None:
+    u = storage.ensure_user("Ann").id
+    a = storage.add_turn(u, turn("Ann", "2023-05-01", "a"), vec(1, 0, 0, 0), ENC)
+    b = storage.add_turn(u, turn("Ann", "2023-05-01", "b", context="ctx"), vec(0, 1, 0, 0), ENC)
+    c = storage.add_turn(u, turn("Ann", "2023-05-02", "c"), None, ENC)
+    assert (a.turn, b.turn, c.turn) == (0, 1, 0)
+    assert (a.memory_id, b.memory_id, c.memory_id) == ("Ann_2023-05-01_0", "Ann_2023-05-01_1", "Ann_2023-05-02_0")
+    assert a.rowid and b.rowid and c.rowid and a.rowid < b.rowid < c.rowid
+    last = storage.last_turn(u, "2023-05-01")
+    assert last is not None and last.memory_id == b.memory_id and last.context == "ctx"
+    assert storage.last_turn(u, "2023-05-09") is None
+    batch = storage.vectors(u, ENC, TURN_KINDS)
+    assert batch.rowids.tolist() == [a.rowid, b.rowid]  # c has no vector
+    np.testing.assert_array_equal(batch.vectors, np.stack([vec(1, 0, 0, 0), vec(0, 1, 0, 0)]))
+    assert batch.texts == ["a", "ctx\nb"] and batch.kinds == ["turn", "turn"]
+    assert batch.dates == ["2023-05-01"] * 2 and batch.turns == [0, 1]
+    assert storage.vectors(u, ENC, TURN_KINDS, after_rowid=a.rowid).rowids.tolist() == [b.rowid]
+    assert len(storage.vectors(u, "other-encoder", TURN_KINDS).rowids) == 0
+    assert len(storage.vectors(u, ENC, [MemoryKind.DAILY_SUMMARY]).rowids) == 0
+    assert storage.user_state(u) == (3, 0)  # three appends: version only
+
+
+def test_add_turn_for_a_deleted_user_fails_and_writes_nothing(storage: Storage) -> None:
+    u = storage.ensure_user("Ann").id
+    storage.delete_user(u)
+    with pytest.raises((UserNotFoundError, sqlite3.IntegrityError)):
+        storage.add_turn(u, turn("Ann", "2023-05-01", "a"), vec(1, 0, 0, 0), ENC)
+    assert storage.counts()["memories"]["turn"] == 0
+
+
+def test_add_memories_keeps_every_field(storage: Storage) -> None:
+    u = storage.ensure_user("Ann").id
+    mems = [full_memory(i) for i in (1, 2, 3)]
+    rowids = storage.add_memories(u, mems, np.stack([vec(1, i, 0, 0) for i in (1, 2, 3)]), ENC)
+    assert rowids == [m.rowid for m in mems] and len(set(rowids)) == 3
+    got = storage.memories(u)
+    assert [g.rowid for g in got] == rowids
+    for g, i in zip(got, (1, 2, 3), strict=True):
+        want = full_memory(i)
+        want.rowid = g.rowid
+        assert g == want
+    assert storage.vectors(u, ENC, TURN_KINDS).rowids.tolist() == [rowids[0], rowids[2]]  # 2 is archived
+    assert storage.add_memories(u, [], None, ENC) == []
+
+
+def test_memories_filters_and_order(storage: Storage) -> None:
+    u = storage.ensure_user("Ann").id
+    other = storage.ensure_user("Bob").id
+    day = Memory(memory_id="Ann_2023-05-01_summary", user="Ann", kind=MemoryKind.DAILY_SUMMARY,
+                 date="2023-05-01", text="summary")
+    glob = Memory(memory_id="Ann_overall_history", user="Ann", kind=MemoryKind.GLOBAL_SUMMARY,
+                  date="2023-05-09", text="global")
+    storage.add_memories(u, [day, glob], None, ENC)
+    t1 = storage.add_turn(u, turn("Ann", "2023-05-01", "t0"), None, ENC)
+    t2 = storage.add_turn(u, turn("Ann", "2023-05-01", "t1"), None, ENC)
+    storage.add_turn(other, turn("Bob", "2023-05-01", "bob"), None, ENC)
+    storage.set_archived(u, [t2.rowid or 0], True)
+    ids = [m.memory_id for m in storage.memories(u)]
+    assert ids == ["Ann_2023-05-01_0", "Ann_2023-05-01_1", "Ann_2023-05-01_summary", "Ann_overall_history"]
+    assert [m.memory_id for m in storage.memories(u, kinds=[MemoryKind.TURN])] == ids[:2]
+    assert [m.memory_id for m in storage.memories(u, include_archived=False)] == [ids[0], *ids[2:]]
+    assert [m.memory_id for m in storage.memories(u, rowids=[t1.rowid or 0, t2.rowid or 0])] == ids[:2]
+    assert storage.memories(u, rowids=[]) == []
+    assert all(m.user == "Ann" for m in storage.memories(u))
+    assert storage.memories(other, rowids=[t1.rowid or 0]) == []  # another user's rowid
+
+
+def test_upsert_replaces_by_id_and_keeps_strength(storage: Storage) -> None:
+    u = storage.ensure_user("Ann").id
+    layer = Memory(memory_id="Ann_2023-05-01_summary", user="Ann", kind=MemoryKind.DAILY_SUMMARY,
+                   date="2023-05-01", text="v1")
+    first = storage.upsert_memory(u, layer, vec(1, 0, 0, 0), ENC)
+    assert storage.user_state(u) == (1, 0)  # an insert is an append
+    storage.reinforce(u, [first.rowid or 0], "2023-05-03")
+    again = Memory(memory_id=layer.memory_id, user="Ann", kind=MemoryKind.DAILY_SUMMARY, date="2023-05-01",
+                   text="v2", stale=False, extra={"k": 1})
+    second = storage.upsert_memory(u, again, None, ENC)
+    assert second.rowid == first.rowid and second.strength == 2 and second.last_recall_date == "2023-05-03"
+    assert storage.user_state(u) == (2, 1)  # a rewrite changes the epoch
+    (stored,) = storage.memories(u)
+    assert (stored.text, stored.extra, stored.strength) == ("v2", {"k": 1}, 2)
+    assert len(storage.vectors(u, ENC, TURN_KINDS).rowids) == 0  # the old text's vector is gone
+    storage.upsert_memory(u, again, vec(0, 0, 1, 0), ENC)
+    assert storage.vectors(u, ENC, TURN_KINDS).rowids.tolist() == [first.rowid]
+
+
+def test_missing_and_put_vectors(storage: Storage) -> None:
+    u = storage.ensure_user("Ann").id
+    a = storage.add_turn(u, turn("Ann", "2023-05-01", "a", context="c"), vec(1, 0, 0, 0), "old")
+    b = storage.add_turn(u, turn("Ann", "2023-05-01", "b"), None, "old")
+    assert storage.missing_vectors(ENC, TURN_KINDS) == [(a.rowid, "c\na"), (b.rowid, "b")]
+    assert storage.missing_vectors("old", TURN_KINDS) == [(b.rowid, "b")]
+    version, epoch = storage.user_state(u)
+    storage.put_vectors([a.rowid or 0, b.rowid or 0], np.stack([vec(0, 1, 0, 0), vec(0, 0, 1, 0)]), ENC)
+    assert storage.user_state(u) == (version + 1, epoch + 1)
+    assert storage.missing_vectors(ENC, TURN_KINDS) == []
+    np.testing.assert_array_equal(storage.vectors(u, ENC, TURN_KINDS).vectors[1], vec(0, 0, 1, 0))
+
+
+def test_reinforce_set_archived_mark_stale(storage: Storage) -> None:
+    u = storage.ensure_user("Ann").id
+    other = storage.ensure_user("Bob").id
+    a = storage.add_turn(u, turn("Ann", "2023-05-01", "a"), vec(1, 0, 0, 0), ENC)
+    b = storage.add_turn(other, turn("Bob", "2023-05-01", "b"), vec(1, 0, 0, 0), ENC)
+    storage.reinforce(u, [a.rowid or 0], "2023-05-02")
+    storage.reinforce(u, [a.rowid or 0, a.rowid or 0], "2023-05-03")  # listed twice: recalled twice
+    storage.reinforce(u, [b.rowid or 0], "2023-05-03")  # not Ann's: ignored
+    storage.reinforce(u, [], "2023-05-04")
+    (m,) = storage.memories(u)
+    assert (m.strength, m.last_recall_date) == (4, "2023-05-03")
+    assert storage.memories(other)[0].strength == 1
+    v, e = storage.user_state(u)
+    storage.set_archived(u, [a.rowid or 0], True)
+    assert storage.memories(u)[0].archived and storage.user_state(u) == (v + 1, e + 1)
+    assert len(storage.vectors(u, ENC, TURN_KINDS).rowids) == 0
+    storage.set_archived(u, [a.rowid or 0], False)
+    assert storage.vectors(u, ENC, TURN_KINDS).rowids.tolist() == [a.rowid]
+    s1 = Memory(memory_id="s1", user="Ann", kind=MemoryKind.DAILY_SUMMARY, date="2023-05-01", text="x")
+    s2 = Memory(memory_id="s2", user="Ann", kind=MemoryKind.DAILY_SUMMARY, date="2023-05-02", text="y")
+    storage.add_memories(u, [s1, s2], None, ENC)
+    assert storage.mark_stale(u, [MemoryKind.DAILY_SUMMARY], []) == 0
+    assert storage.mark_stale(u, [MemoryKind.DAILY_SUMMARY], ["2023-05-02"]) == 1
+    assert {m.memory_id: m.stale for m in storage.memories(u, kinds=[MemoryKind.DAILY_SUMMARY])} == {
+        "s1": False, "s2": True}
+    assert storage.mark_stale(u, [MemoryKind.DAILY_SUMMARY, MemoryKind.TURN], None) == 3
+
+
+def test_delete_memories_scrubs_layers_in_the_same_transaction(storage: Storage) -> None:
+    u = storage.ensure_user("Ann").id
+    other = storage.ensure_user("Bob").id
+    t = storage.add_turn(u, turn("Ann", "2023-05-01", "PIN 4321"), vec(1, 0, 0, 0), ENC)
+    keep = storage.add_turn(u, turn("Ann", "2023-05-02", "tea"), vec(0, 1, 0, 0), ENC)
+    bob = storage.add_turn(other, turn("Bob", "2023-05-01", "bob"), vec(0, 1, 0, 0), ENC)
+    layers = [
+        Memory(memory_id="d1", user="Ann", kind=MemoryKind.DAILY_SUMMARY, date="2023-05-01", text="PIN 4321"),
+        Memory(memory_id="p1", user="Ann", kind=MemoryKind.DAILY_PERSONALITY, date="2023-05-01", text="PIN"),
+        Memory(memory_id="d2", user="Ann", kind=MemoryKind.DAILY_SUMMARY, date="2023-05-02", text="tea"),
+        Memory(memory_id="g", user="Ann", kind=MemoryKind.GLOBAL_SUMMARY, date="2023-05-02", text="PIN, tea"),
+    ]
+    storage.add_memories(u, layers, np.stack([vec(0, 0, 1, i) for i in range(4)]), ENC)
+    v, e = storage.user_state(u)
+    assert storage.delete_memories(u, [t.rowid or 0, bob.rowid or 0], scrub_dates=["2023-05-01"]) == 1
+    assert storage.user_state(u) == (v + 1, e + 1)
+    by_id = {m.memory_id: m for m in storage.memories(u)}
+    assert t.memory_id not in by_id and keep.memory_id in by_id
+    assert [(by_id[k].text, by_id[k].stale) for k in ("d1", "p1", "g")] == [("", True)] * 3
+    assert (by_id["d2"].text, by_id["d2"].stale) == ("tea", False)
+    assert "4321" not in str(storage.vectors(u, ENC, list(MemoryKind)).texts)
+    assert len(storage.memories(other)) == 1  # Bob's rowid was not Ann's to delete
+    assert storage.delete_memories(u, []) == 0
+    c = storage.counts()
+    assert c["users"] == 2 and c["memories"]["turn"] == 2 and c["memories"]["daily_summary"] == 2
+
+
+def test_delete_user_removes_memories_and_vectors(storage: Storage) -> None:
+    u = storage.ensure_user("Ann").id
+    other = storage.ensure_user("Bob").id
+    storage.add_turn(u, turn("Ann", "2023-05-01", "a"), vec(1, 0, 0, 0), ENC)
+    storage.add_turn(u, turn("Ann", "2023-05-01", "b"), vec(1, 0, 0, 0), ENC)
+    storage.add_turn(other, turn("Bob", "2023-05-01", "b"), vec(1, 0, 0, 0), ENC)
+    assert storage.delete_user(u) == 2
+    assert storage.get_user("Ann") is None and storage.missing_vectors("x", TURN_KINDS) == [
+        (storage.memories(other)[0].rowid, "b")]
+    assert storage.counts() == {"users": 1, "memories": {"turn": 1, "daily_summary": 0, "daily_personality": 0,
+                                                         "global_summary": 0, "global_portrait": 0}, "archived": 0}
+
+
+def test_a_failed_write_leaves_nothing_behind(storage: Storage) -> None:
+    u = storage.ensure_user("Ann").id
+    storage.add_memories(u, [full_memory(1)], None, ENC)
+    state = storage.user_state(u)
+    clash = full_memory(1)
+    clash.text = "different content under the same id"
+    with pytest.raises((InvalidInputError, sqlite3.IntegrityError)):
+        storage.add_memories(u, [full_memory(2), clash], np.stack([vec(1, 0, 0, 0), vec(0, 1, 0, 0)]), ENC)
+    assert [m.memory_id for m in storage.memories(u)] == ["Ann_2023-05-01_0"]  # full_memory(2) rolled back
+    assert storage.user_state(u) == state and storage.missing_vectors(ENC, TURN_KINDS) == [
+        (storage.memories(u)[0].rowid, "previous reply 1\n" + full_memory(1).text)]
+
+
+def test_snapshot_reads_one_state_while_another_server_writes(stores) -> None:  # type: ignore[no-untyped-def]
+    reader, writer = stores(), stores()
+    u = writer.ensure_user("Ann").id
+    writer.add_turn(u, turn("Ann", "2023-05-01", "a"), None, ENC)
+    with reader.snapshot():
+        before = reader.counts()
+        t = threading.Thread(target=writer.add_turn, args=(u, turn("Ann", "2023-05-01", "b"), None, ENC))
+        t.start()
+        t.join()
+        assert reader.counts() == before and len(reader.memories(u)) == 1
+        with reader.snapshot():  # nested: the same snapshot
+            assert len(reader.memories(u)) == 1
+    assert len(reader.memories(u)) == 2
+
+
+def test_schema_version_is_recorded_and_a_newer_one_refused(stores) -> None:  # type: ignore[no-untyped-def]
+    from memory_bank.storage import SCHEMA_VERSION
+
+    s = stores()
+    s.close()
+    if stores.backend == "sqlite":
+        db = sqlite3.connect(f"{stores.spec}/memorybank.sqlite3")
+        assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+        db.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+        db.commit()
+        db.close()
+    else:
+        import psycopg
+
+        with psycopg.connect(stores.url, autocommit=True) as conn:
+            conn.execute(f'SET search_path TO "{stores.schema}"')
+            row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            assert row is not None and row[0] == str(SCHEMA_VERSION)
+            conn.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+    with pytest.raises(StoreError, match="newer than this package supports"):
+        stores()
+
+
+def test_both_backends_have_the_same_migrations() -> None:
+    """Bumping SCHEMA_VERSION needs a migration in each dialect (and a current _SCHEMA in each)."""
+    from memory_bank import storage, storage_postgres
+
+    assert set(storage_postgres._MIGRATIONS) == set(storage._MIGRATIONS)
+    assert all(v < storage.SCHEMA_VERSION for v in storage_postgres._MIGRATIONS)
