@@ -1,4 +1,4 @@
-"""The :class:`Summarizer`: which summaries are due, and making them robustly.
+"""The :class:`Summarizer`: making the due summary layers of a user, robustly.
 
 A day's two layers (event summary, personality) are due once the day is over and they are
 missing or stale; stale layers of a day with no turns left are deleted. The two global layers
@@ -321,7 +321,13 @@ class Summarizer:
         context = self.config.context_tokens or context_window(
             self.chat_model, self.config.default_context_tokens
         )
-        sample = prompt_inputs(**{**variables, "part_note": self.pack.part_note.format(part=10, parts=10)})
+        sample = prompt_inputs(
+            **{
+                **variables,
+                "part_note": self.pack.part_note.format(part=10, parts=10),
+                "retry_note": self.pack.retry_note,
+            }
+        )
         messages = build_prompt(task, self.pack.code).format_messages(**sample)
         overhead = sum(self._tokens(str(m.content)) + _TOKENS_PER_MESSAGE for m in messages)
         return int(context or 0) - self._output_tokens() - overhead - self.config.safety_tokens

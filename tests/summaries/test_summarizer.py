@@ -202,7 +202,7 @@ def test_a_long_day_is_summarised_in_chunks_that_fit(bank) -> None:  # type: ign
 def test_many_days_make_a_chunked_global_summary(bank) -> None:  # type: ignore[no-untyped-def]
     days = {f"2023-04-{d:02d}": [f"Day {d} topic TOPIC{chr(64 + d)}Z"] for d in range(1, 21)}
     add_days(bank, days=days)
-    model = ScriptedChatModel(context_window=180, max_tokens=20)
+    model = ScriptedChatModel(context_window=200, max_tokens=20)
     report = Summarizer(
         bank, model, "en", config=NO_WAIT.model_copy(update={"safety_tokens": 8})
     ).summarize_user("Emily")
@@ -212,7 +212,7 @@ def test_many_days_make_a_chunked_global_summary(bank) -> None:  # type: ignore[
     assert any(
         " to 2023-04-" in p.split("Daily event summaries:")[1] for p in globals_
     )  # periods label the groups
-    assert all(model.count_tokens(p) + 20 <= 180 for p in model.prompts)
+    assert all(model.count_tokens(p) + 20 <= 200 for p in model.prompts)
 
 
 def test_context_too_small_is_reported_not_raised(bank) -> None:  # type: ignore[no-untyped-def]
