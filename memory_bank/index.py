@@ -6,6 +6,14 @@ only ever see that user's memories. :class:`PartitionCache` keeps the most recen
 partitions in memory (LRU, bounded) and brings a partition up to date with the store when
 another thread or process has written to it (see the counters in :mod:`memory_bank.storage`).
 
+Dense search is exact (``faiss.IndexFlatIP``) up to :data:`EXACT_SEARCH_LIMIT` memories in a
+partition. Above it, an exact scan reads every vector for every query (154 MB at 100,000
+memories of 384 dimensions: 10-20 ms), so the partition also keeps a 1-bit code per dimension
+(the sign of the vector minus the partition's mean, 48 bytes for 384 dimensions), finds the
+:data:`RESCORE` nearest codes by Hamming distance and re-scores those exactly. Codes need no
+training, so building them at a restart costs milliseconds and they are appended like the
+vectors. The recall against exact search is measured by ``memorybank bench``.
+
 FAISS is used directly rather than through LangChain's ``FAISS`` vector store: that class keeps a
 second copy of every text in an in-memory docstore, persists through pickle, and has no notion of
 per-user partitions; here the SQLite store is the docstore and the index is a rebuildable cache.
@@ -14,9 +22,11 @@ per-user partitions; here the SQLite store is the docstore and the index is a re
 from __future__ import annotations
 
 import collections
+import contextlib
 import math
+import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import faiss
 import numpy as np
@@ -27,46 +37,209 @@ from memory_bank.text import tokenize
 # BM25 parameters (Robertson & Zaragoza's usual values).
 _K1, _B = 1.2, 0.75
 
+#: Partitions with more memories than this search their binary codes, then re-score exactly.
+EXACT_SEARCH_LIMIT = 32_768
+#: Codes re-scored exactly per query in approximate mode (at least 8x the candidates asked for).
+RESCORE = 512
+# Rows per exact re-scoring product: larger matrix-vector products go multi-threaded in BLAS,
+# which costs 10-30x on a two-core machine whose cores are busy.
+_DOT_ROWS = 1024
+
+
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """Run a FAISS call on the calling thread only. One query is too little work to share:
+    waking OpenMP threads costs more than it saves, and 4-10x more when the cores are busy.
+    (``omp_set_num_threads`` sets a per-thread value, so other threads are not affected.)"""
+    previous = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        faiss.omp_set_num_threads(previous)
+
+
+def stable_top(scores: np.ndarray, k: int) -> np.ndarray:
+    """``np.argsort(-scores, kind="stable")[:k]`` in O(n): the indices of the ``k`` largest
+    scores, best first, ties in index order."""
+    scores = np.asarray(scores)
+    n = len(scores)
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if k >= n:
+        return np.argsort(-scores, kind="stable")
+    kth = np.partition(scores, n - k)[n - k]  # the k-th largest
+    sel = np.flatnonzero(scores >= kth)
+    return sel[np.argsort(-scores[sel], kind="stable")[:k]]
+
+
+def _grow(buf: np.ndarray, need: int) -> np.ndarray:
+    """``buf`` with room for ``need`` rows (capacity doubles, so appends are amortised O(1))."""
+    if need <= len(buf):
+        return buf
+    out = np.empty((max(need, 2 * len(buf), 16), *buf.shape[1:]), dtype=buf.dtype)
+    out[: len(buf)] = buf
+    return out
+
 
 class LexicalIndex:
-    """An incremental BM25 index over the positions of one partition."""
+    """An incremental BM25 index over the positions of one partition.
+
+    Postings live in a compressed sparse layout (for each token id, a run of positions and one
+    of term frequencies) plus a small tail of Python lists for documents added since the last
+    merge; the tail is merged in when it passes an eighth of the main part, so appending a
+    document costs amortised O(its tokens) and a search never converts long lists to arrays.
+    Token strings are interned, so partitions of many users share them.
+    """
+
+    #: Batches of at least this many documents go straight into the sparse arrays.
+    BULK = 256
 
     def __init__(self) -> None:
-        self.postings: dict[str, tuple[list[int], list[int]]] = {}
-        self.lengths: list[int] = []
-        self._arrays: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._vocab: dict[str, int] = {}
+        self._starts = np.zeros(1, dtype=np.int64)  # CSR row pointers, one row per token id
+        self._pos = np.zeros(0, dtype=np.intp)  # intp: fancy indexing converts anything else
+        self._tf = np.zeros(0, dtype=np.float32)
+        self._tail: dict[int, tuple[list[int], list[int]]] = {}
+        self._tail_size = 0
+        self._lengths = np.zeros(0, dtype=np.float32)
+        self._norms: np.ndarray | None = None
+        self._n = 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Token count of every document, by position."""
+        return self._lengths[: self._n]
+
+    def _tid(self, tok: str) -> int:
+        tid = self._vocab.get(tok)
+        if tid is None:
+            tid = self._vocab[sys.intern(tok)] = len(self._vocab)
+        return tid
 
     def add(self, texts: Sequence[str]) -> None:
-        for text in texts:
-            pos = len(self.lengths)
+        start = self._n
+        self._lengths = _grow(self._lengths, start + len(texts))
+        lengths = self._lengths
+        tid_of = self._tid
+        if len(texts) >= self.BULK:
+            tids: list[int] = []
+            pos: list[int] = []
+            tfs: list[int] = []
+            for i, text in enumerate(texts):
+                toks = tokenize(text)
+                lengths[start + i] = len(toks)
+                counts = collections.Counter(toks)
+                tids += [tid_of(t) for t in counts]
+                pos += [start + i] * len(counts)
+                tfs += counts.values()
+            self._n = start + len(texts)
+            self._merge(tids, pos, tfs)
+            return
+        tail = self._tail
+        for i, text in enumerate(texts):
             toks = tokenize(text)
-            self.lengths.append(len(toks))
+            lengths[start + i] = len(toks)
             for tok, tf in collections.Counter(toks).items():
-                plist = self.postings.setdefault(tok, ([], []))
-                plist[0].append(pos)
+                plist = tail.setdefault(tid_of(tok), ([], []))
+                plist[0].append(start + i)
                 plist[1].append(tf)
-                self._arrays.pop(tok, None)
+            self._tail_size += len(toks)
+        self._n = start + len(texts)
+        if self._tail_size > max(4096, len(self._pos) // 8):
+            self._merge([], [], [])
+
+    def _merge(self, tids: list[int], pos: list[int], tfs: list[int]) -> None:
+        """Fold the tail and the postings ``(tids, pos, tfs)`` of newer documents into the
+        sparse arrays. Positions stay ascending within a token: the sort is stable and the
+        parts are concatenated oldest first."""
+        tail_t: list[int] = []
+        tail_p: list[int] = []
+        tail_f: list[int] = []
+        for tid, (p, f) in self._tail.items():
+            tail_t += [tid] * len(p)
+            tail_p += p
+            tail_f += f
+        rows = len(self._starts) - 1
+        all_tids = np.concatenate(
+            [
+                np.repeat(np.arange(rows, dtype=np.int32), np.diff(self._starts)),
+                np.asarray(tail_t, dtype=np.int32),
+                np.asarray(tids, dtype=np.int32),
+            ]
+        )
+        order = np.argsort(all_tids, kind="stable")
+        self._pos = np.concatenate(
+            [self._pos, np.asarray(tail_p, dtype=np.intp), np.asarray(pos, dtype=np.intp)]
+        )[order]
+        self._tf = np.concatenate(
+            [self._tf, np.asarray(tail_f, dtype=np.float32), np.asarray(tfs, dtype=np.float32)]
+        )[order]
+        self._starts = np.zeros(len(self._vocab) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(all_tids, minlength=len(self._vocab)), out=self._starts[1:])
+        self._tail = {}
+        self._tail_size = 0
+
+    def postings(self, token: str) -> tuple[np.ndarray, np.ndarray]:
+        """Positions (ascending) of the documents holding ``token`` and its frequency in each."""
+        parts_p: list[np.ndarray] = []
+        parts_f: list[np.ndarray] = []
+        tid = self._vocab.get(token)
+        if tid is None:
+            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float32)
+        if tid + 1 < len(self._starts):
+            a, b = self._starts[tid], self._starts[tid + 1]
+            parts_p.append(self._pos[a:b])
+            parts_f.append(self._tf[a:b])
+        plist = self._tail.get(tid)
+        if plist is not None:
+            parts_p.append(np.asarray(plist[0], dtype=np.intp))
+            parts_f.append(np.asarray(plist[1], dtype=np.float32))
+        if len(parts_p) == 1:
+            return parts_p[0], parts_f[0]
+        if not parts_p:
+            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float32)
+        return np.concatenate(parts_p), np.concatenate(parts_f)
+
+    def _length_norms(self) -> np.ndarray:
+        """``K1 * (1 - B + B * length / avgdl)`` of every document (cached until the next add)."""
+        if self._norms is None or len(self._norms) != self._n:
+            lengths = self.lengths
+            avgdl = float(lengths.mean()) or 1.0
+            self._norms = _K1 * (1 - _B + _B * lengths / avgdl)
+        return self._norms
+
+    def score_array(self, query_tokens: Sequence[str]) -> np.ndarray:
+        """The BM25 score of every position (0 where no query token occurs).
+
+        Each score is ``sum of idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * len / avgdl))``
+        over the query tokens, computed in float32 in exactly this order of operations.
+        """
+        n = self._n
+        acc = np.zeros(n, dtype=np.float32)
+        if n == 0:
+            return acc
+        norms = self._length_norms()
+        for tok, qtf in collections.Counter(query_tokens).items():
+            pos, tf = self.postings(tok)
+            if not len(pos):
+                continue
+            idf = math.log(1.0 + (n - len(pos) + 0.5) / (len(pos) + 0.5))
+            part = tf * (qtf * idf)
+            part *= _K1 + 1
+            denom = norms[pos]
+            denom += tf
+            part /= denom
+            acc[pos] += part
+        return acc
 
     def scores(self, query_tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Positions with a non-zero BM25 score and their scores."""
-        n = len(self.lengths)
-        if n == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        lengths = np.asarray(self.lengths, dtype=np.float32)
-        avgdl = float(lengths.mean()) or 1.0
-        acc = np.zeros(n, dtype=np.float32)
-        for tok, qtf in collections.Counter(query_tokens).items():
-            arrays = self._arrays.get(tok)
-            if arrays is None:
-                plist = self.postings.get(tok)
-                if plist is None:
-                    continue
-                arrays = (np.asarray(plist[0], dtype=np.int64), np.asarray(plist[1], dtype=np.float32))
-                self._arrays[tok] = arrays
-            pos, tf = arrays
-            idf = math.log(1.0 + (n - len(pos) + 0.5) / (len(pos) + 0.5))
-            acc[pos] += qtf * idf * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * lengths[pos] / avgdl))
-        hit = np.nonzero(acc)[0]
+        acc = self.score_array(query_tokens)
+        hit = np.flatnonzero(acc)
         return hit, acc[hit]
 
 
@@ -84,12 +257,35 @@ class Partition:
         self.epoch = epoch
         self.version = -1
         self.max_rowid = 0
-        self._pos_of: dict[int, int] = {}
+        self.exact_limit = EXACT_SEARCH_LIMIT
+        self._codes: faiss.IndexBinaryFlat | None = None
+        self._center: np.ndarray | None = None
+        self._by_day: dict[str, list[int]] = {}
+        self._years: set[int] = set()
         self._by_day_turn: dict[tuple[str, int], int] = {}
+        # Every position holding a (day, turn), and each position's neighbours, kept equal to
+        # looking the neighbours up in _by_day_turn at query time (duplicates included).
+        self._holders: dict[tuple[str, int], list[int]] = {}
+        self._nbrs = np.zeros((0, 2), dtype=np.int64)  # previous, next turn position; -1: none
+        self._n = 0
         self.lock = threading.RLock()
 
     def __len__(self) -> int:
-        return int(self.index.ntotal)
+        return self._n
+
+    @property
+    def approximate(self) -> bool:
+        """Whether dense search goes through the binary codes (more than ``exact_limit`` memories)."""
+        return self._codes is not None
+
+    def set_exact_limit(self, limit: int) -> None:
+        """Search exactly up to ``limit`` memories (e.g. to measure the approximation's recall)."""
+        with self.lock:
+            self.exact_limit = limit
+            if len(self) <= limit:
+                self._codes = self._center = None
+            elif self._codes is None:
+                self._build_codes()
 
     def add(self, batch: VectorBatch) -> None:
         if not len(batch.rowids):
@@ -99,40 +295,112 @@ class Partition:
                 f"vector dimension {batch.vectors.shape[1]} does not match the index ({self.dim})"
             )
         start = len(self)
-        self.index.add(np.ascontiguousarray(batch.vectors, dtype=np.float32))
+        vectors = np.ascontiguousarray(batch.vectors, dtype=np.float32)
+        self.index.add(vectors)
+        self._n = int(self.index.ntotal)
         self.rowids = np.concatenate([self.rowids, batch.rowids.astype(np.int64)])
         self.kinds += batch.kinds
         self.dates += batch.dates
         self.turns += batch.turns
         self.lexical.add(batch.texts)
-        for i, rowid in enumerate(batch.rowids.tolist()):
+        by_day, by_day_turn = self._by_day, self._by_day_turn
+        self._nbrs = _grow(self._nbrs, start + len(batch.rowids))
+        nbrs = self._nbrs
+        for i, (kind, day, turn) in enumerate(zip(batch.kinds, batch.dates, batch.turns, strict=True)):
             pos = start + i
-            self._pos_of[rowid] = pos
-            turn = batch.turns[i]
-            if batch.kinds[i] == "turn" and turn is not None:
-                self._by_day_turn[(batch.dates[i], int(turn))] = pos
+            positions = by_day.get(day)
+            if positions is None:
+                by_day[day] = [pos]
+                self._years.add(int(day[:4]))
+            else:
+                positions.append(pos)
+            nbrs[pos] = -1
+            if kind == "turn" and turn is not None:
+                t = int(turn)
+                by_day_turn[(day, t)] = pos
+                nbrs[pos] = by_day_turn.get((day, t - 1), -1), by_day_turn.get((day, t + 1), -1)
+                for q in self._holders.get((day, t + 1), ()):
+                    nbrs[q, 0] = pos
+                for q in self._holders.get((day, t - 1), ()):
+                    nbrs[q, 1] = pos
+                self._holders.setdefault((day, t), []).append(pos)
         self.max_rowid = max(self.max_rowid, int(batch.rowids.max()))
+        if self._codes is not None:
+            self._codes.add(self._encode_codes(vectors))
+        elif len(self) > self.exact_limit:
+            self._build_codes()
+
+    # -- dates --------------------------------------------------------------------------------
+    def years(self) -> tuple[int, ...]:
+        """The years this partition's memories fall in, latest first."""
+        return tuple(sorted(self._years, reverse=True))
+
+    def positions_on(self, days: Iterable[str]) -> np.ndarray:
+        """Positions (ascending) of the memories dated on any of ``days`` (``YYYY-MM-DD``)."""
+        found = [self._by_day[d] for d in set(days) if d in self._by_day]
+        if not found:
+            return np.zeros(0, dtype=np.int64)
+        return np.sort(np.concatenate([np.asarray(p, dtype=np.int64) for p in found]))
+
+    # -- dense search -------------------------------------------------------------------------
+    def _xb(self) -> np.ndarray:
+        n = len(self)
+        return faiss.rev_swig_ptr(self.index.get_xb(), n * self.dim).reshape(n, self.dim)
+
+    def _encode_codes(self, vectors: np.ndarray) -> np.ndarray:
+        assert self._center is not None
+        return np.packbits(vectors > self._center, axis=1)
+
+    def _build_codes(self) -> None:
+        xb = self._xb()
+        self._center = xb.mean(axis=0).astype(np.float32)
+        codes = faiss.IndexBinaryFlat(self.dim + (-self.dim) % 8)
+        codes.use_heap = False  # type: ignore[attr-defined]  # counting sort: faster for k in the hundreds
+        for s in range(0, len(xb), 65536):
+            codes.add(self._encode_codes(xb[s : s + 65536]))
+        self._codes = codes
 
     def vectors_at(self, positions: np.ndarray) -> np.ndarray:
         """The stored (normalised) vectors at ``positions``, read from the FAISS index without a copy of all."""
-        xb = faiss.rev_swig_ptr(self.index.get_xb(), len(self) * self.dim).reshape(len(self), self.dim)
-        return xb[positions]
+        return self._xb()[positions]
+
+    def dot(self, positions: np.ndarray, query: np.ndarray) -> np.ndarray:
+        """Inner products of the vectors at ``positions`` with ``query`` (float32)."""
+        xb = self._xb()
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        if len(positions) <= _DOT_ROWS:
+            return xb[positions] @ q
+        return np.concatenate(
+            [xb[positions[s : s + _DOT_ROWS]] @ q for s in range(0, len(positions), _DOT_ROWS)]
+        )
 
     def dense_top(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         k = min(k, len(self))
         if k == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        scores, pos = self.index.search(query.reshape(1, -1).astype(np.float32), k)
-        keep = pos[0] >= 0
-        return pos[0][keep].astype(np.int64), scores[0][keep]
+        q = np.asarray(query, dtype=np.float32).reshape(1, -1)
+        if self._codes is None:
+            with _one_thread():
+                scores, pos = self.index.search(q, k)
+            keep = pos[0] >= 0
+            return pos[0][keep].astype(np.int64), scores[0][keep]
+        r = min(len(self), max(RESCORE, 8 * k))
+        with _one_thread():
+            _, cand = self._codes.search(self._encode_codes(q), r)
+        cand = cand[0][cand[0] >= 0].astype(np.int64)
+        exact = self.dot(cand, q)
+        top = stable_top(exact, k)
+        return cand[top], exact[top]
 
     def neighbours(self, pos: int) -> tuple[int | None, int | None]:
         """Positions of the turns just before and after the turn at ``pos`` on the same day."""
-        turn = self.turns[pos]
-        if self.kinds[pos] != "turn" or turn is None:
-            return None, None
-        day = self.dates[pos]
-        return self._by_day_turn.get((day, turn - 1)), self._by_day_turn.get((day, turn + 1))
+        prev, nxt = self._nbrs[pos].tolist()
+        return (prev if prev >= 0 else None), (nxt if nxt >= 0 else None)
+
+    def neighbour_positions(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`neighbours` of many positions at once, as arrays with -1 for "none"."""
+        pairs = self._nbrs[positions]
+        return pairs[:, 0], pairs[:, 1]
 
 
 class PartitionCache:
@@ -184,3 +452,6 @@ class PartitionCache:
 
     def __len__(self) -> int:
         return len(self._parts)
+
+    def __contains__(self, user_id: object) -> bool:
+        return user_id in self._parts

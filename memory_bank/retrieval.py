@@ -23,7 +23,7 @@ import datetime as dt
 import numpy as np
 
 from memory_bank.config import RetrievalConfig
-from memory_bank.index import Partition
+from memory_bank.index import Partition, stable_top
 from memory_bank.text import dates_in, tokenize
 
 
@@ -50,21 +50,22 @@ def rank(
     pool = max(cfg.candidates, k)
     dense_pos, _ = part.dense_top(query_vector, pool)
 
-    lex_pos, lex_scores = part.lexical.scores(tokenize(query))
-    lexical = np.zeros(n, dtype=np.float32)
-    if len(lex_pos) and cfg.lexical_weight > 0:
-        lexical[lex_pos] = lex_scores / float(lex_scores.max())
-        top_lex = lex_pos[np.argsort(-lex_scores, kind="stable")[:pool]]
+    bm25 = part.lexical.score_array(tokenize(query))  # 0 where no query token occurs
+    best = float(bm25.max())
+    if best > 0 and cfg.lexical_weight > 0:
+        lexical = bm25 / best
+        top_lex = stable_top(bm25, pool)
+        top_lex = top_lex[bm25[top_lex] > 0]
     else:
+        lexical = np.zeros(n, dtype=np.float32)
         top_lex = np.zeros(0, dtype=np.int64)
 
     date_bonus = np.zeros(n, dtype=np.float32)
     named: np.ndarray = np.zeros(0, dtype=np.int64)
     if cfg.date_weight > 0:
-        years = tuple(sorted({int(d[:4]) for d in part.dates}, reverse=True))
-        days = {d.isoformat() for d in dates_in(query, now=now, years=years)}
+        days = {d.isoformat() for d in dates_in(query, now=now, years=part.years())}
         if days:
-            named = np.fromiter((i for i, d in enumerate(part.dates) if d in days), dtype=np.int64)
+            named = part.positions_on(days)
             date_bonus[named] = cfg.date_weight
 
     cand = np.unique(np.concatenate([dense_pos, top_lex, named]))
@@ -73,27 +74,27 @@ def rank(
     if not len(cand):
         return Ranked(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
 
-    # Base scores for the candidates and their neighbouring turns.
+    # Base scores for the candidates and their neighbouring turns (-1: no such turn).
     wp, wn = cfg.prev_turn_weight, cfg.next_turn_weight
-    nbrs = {int(p): part.neighbours(int(p)) for p in cand} if (wp > 0 or wn > 0) else {}
-    extra = [q for pair in nbrs.values() for q in pair if q is not None]
-    need = np.unique(np.concatenate([cand, np.asarray(extra, dtype=np.int64)]))
+    if wp > 0 or wn > 0:
+        prev, nxt = part.neighbour_positions(cand)
+    else:
+        prev = nxt = np.full(len(cand), -1, dtype=np.int64)
+    need = np.unique(np.concatenate([cand, prev[prev >= 0], nxt[nxt >= 0]]))
     dense = part.vectors_at(need) @ query_vector.astype(np.float32)
-    base = dict(
-        zip(
-            need.tolist(),
-            (cfg.dense_weight * dense + cfg.lexical_weight * lexical[need] + date_bonus[need]).tolist(),
-            strict=True,
-        )
+    # In float64, like Python floats: the lift below is computed exactly as per-candidate code would.
+    base = (cfg.dense_weight * dense + cfg.lexical_weight * lexical[need] + date_bonus[need]).astype(
+        np.float64
     )
+    me = base[np.searchsorted(need, cand)]
 
-    def context(p: int) -> float:
-        prev, nxt = nbrs.get(p, (None, None))
-        me = base[p]
-        before = wp * max(0.0, base[prev] - me) if prev is not None else 0.0
-        after = wn * max(0.0, base[nxt] - me) if nxt is not None else 0.0
-        return before + after
+    def lift(weight: float, other: np.ndarray) -> np.ndarray:
+        """``weight * max(0, neighbour's base - own base)`` where the neighbour exists, else 0."""
+        out = np.zeros(len(cand))
+        has = other >= 0
+        out[has] = weight * np.maximum(0.0, base[np.searchsorted(need, other[has])] - me[has])
+        return out
 
-    final = np.array([base[p] + context(p) for p in cand.tolist()], dtype=np.float32)
+    final = (me + (lift(wp, prev) + lift(wn, nxt))).astype(np.float32)
     order = np.argsort(-final, kind="stable")[:k]
     return Ranked(cand[order], final[order])

@@ -1,1 +1,19 @@
-"""Evaluation harnesses: the paper's probing questions, our labelled set, LoCoMo retrieval."""
+"""Evaluation harnesses: the paper's probing questions, our labelled set, LoCoMo and LongMemEval.
+
+Modules (nothing is imported or loaded until used):
+
+* :mod:`~memory_bank.evaluation.paper`: probing questions and label files; retrieval and its scores
+  (``memorybank eval retrieval``);
+* :mod:`~memory_bank.evaluation.answers` and :mod:`~memory_bank.evaluation.judge`: SiliconFriend's
+  answers scored on the paper's four metrics by an LLM judge (``memorybank eval answers``);
+* :mod:`~memory_bank.evaluation.dataset`: the source format of ``eval_data/``;
+* :mod:`~memory_bank.evaluation.locomo`, :mod:`~memory_bank.evaluation.longmemeval`: loaders;
+  :mod:`~memory_bank.evaluation.benchmark`: systems and turn/session recall@k;
+  :mod:`~memory_bank.evaluation.runs`, :mod:`~memory_bank.evaluation.locomo_run`: the benchmark
+  commands (``memorybank eval locomo``, ``memorybank eval longmemeval``);
+* :mod:`~memory_bank.evaluation.variants`: ranking changes measured before being proposed;
+* :mod:`~memory_bank.evaluation.metrics`, :mod:`~memory_bank.evaluation.report`,
+  :mod:`~memory_bank.evaluation.encoders`: metrics, run metadata and charts, an embedding cache.
+
+See ``docs/evaluation.md``.
+"""

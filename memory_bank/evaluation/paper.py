@@ -142,3 +142,165 @@ def score(questions: list[Question], rows: list[dict[str, Any]], ks: list[int]) 
         }
         for group, m in per.items()
     }
+
+
+# -- running the evaluation (``memorybank eval retrieval``) ---------------------------------
+def default_now(data: dict[str, Any]) -> str:
+    """The day after the last dated memory in a memory file: when the questions are asked."""
+    import datetime as dt
+
+    days = [d for user in data.values() for d in (user.get("history") or {})]
+    if not days:
+        return dt.date.today().isoformat()
+    return (dt.date.fromisoformat(max(days)[:10]) + dt.timedelta(days=1)).isoformat()
+
+
+def check_users(questions: list[Question], data: dict[str, Any], source: str) -> None:
+    known = {k.strip() for k in data}
+    missing = sorted({q.user for q in questions} - known)
+    if missing:
+        raise InvalidInputError(
+            f"{source}: questions for users not in the memory file: {', '.join(map(repr, missing[:5]))}"
+        )
+
+
+def metric_ks(k: int) -> list[int]:
+    """The cut-offs reported for a run retrieving ``k`` memories: 1, 2, 3, 5, 10, ... up to ``k``."""
+    return sorted({x for x in (1, 2, 3, 5, 10, 20, 50) if x <= k} | {k})
+
+
+def retrieve_proposed(
+    data: dict[str, Any],
+    questions: list[Question],
+    k: int,
+    encoder: Any,
+    *,
+    now: str,
+    proposal: str = "proposed",
+) -> list[dict[str, Any]]:
+    """Like :func:`retrieve`, ranked by a proposal of :mod:`memory_bank.evaluation.variants` (no store)."""
+    import datetime as dt
+
+    from memory_bank.config import RetrievalConfig
+    from memory_bank.evaluation.variants import PROPOSALS, rank_memories
+    from memory_bank.original_format import user_memories
+    from memory_bank.records import RETRIEVABLE_KINDS
+
+    by_user: dict[str, list[Question]] = {}
+    for q in questions:
+        by_user.setdefault(q.user, []).append(q)
+    keys = {key.strip(): key for key in data}
+    rows: dict[tuple[str, int], dict[str, Any]] = {}
+    for user, qs in by_user.items():
+        mems, _ = user_memories(user, data[keys[user]])
+        mems = [m for m in mems if m.kind in RETRIEVABLE_KINDS and m.text.strip()]
+        p = PROPOSALS[proposal]
+        ranked = rank_memories(
+            mems,
+            [q.question for q in qs],
+            encoder,
+            k,
+            cfg=RetrievalConfig(**p.retrieval),
+            v2=p.v2,
+            now=dt.date.fromisoformat(now[:10]),
+        )
+        for q, idx in zip(qs, ranked, strict=True):
+            rows[(q.user, q.qid)] = {
+                "user": q.user,
+                "qid": q.qid,
+                "question": q.question,
+                "retrieved": [
+                    {
+                        "kind": mems[i].kind.value,
+                        "date": mems[i].date,
+                        "turn": mems[i].turn,
+                        "score": None,
+                        "text": mems[i].text,
+                        "memory_id": mems[i].memory_id,
+                    }
+                    for i in idx
+                ],
+            }
+    return [rows[(q.user, q.qid)] for q in questions]
+
+
+def write_jsonl(path: str | Path, rows: list[dict[str, Any]]) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    with p.open("w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return p
+
+
+def report_markdown(title: str, results: dict[str, Any], charts: dict[str, Path]) -> str:
+    from memory_bank.evaluation import report
+
+    m = results["metrics"]
+    ks = results["ks"]
+    lines = [f"# {title}", ""]
+    d = results["dataset"]
+    lines.append(
+        f"{d['users']} users, {d['turns']} turns, {d['questions']} questions "
+        f"({d['labelled']} with evidence turns, {d['absent']} about things that never happened). "
+        f"Ranker: `{results['config']['ranker']}`, encoder `{results['config']['encoder']}`, top-k {results['config']['k']}."
+    )
+    lines += [
+        "",
+        "hit@k: an evidence turn is among the top k; recall@k: the share of evidence turns there.",
+        "",
+    ]
+    groups = ["all", *sorted(g for g in m if g != "all")]
+    header = ["questions", "n", *[f"hit@{k}" for k in ks], *[f"recall@{k}" for k in ks]]
+    rows = [
+        [
+            g,
+            m[g]["n"],
+            *[report.pct(m[g][f"hit@{k}"]) for k in ks],
+            *[report.pct(m[g][f"recall@{k}"]) for k in ks],
+        ]
+        for g in groups
+    ]
+    lines += [report.md_table(header, rows), ""]
+    for name in ("curve", "types"):
+        if name in charts:
+            lines += [f"![{name}]({charts[name].name})", ""]
+    lines.append(report.md_footer(results["run"]))
+    return "\n".join(lines)
+
+
+def write_report(out: str | Path, title: str, results: dict[str, Any]) -> dict[str, Path]:
+    """``OUT.json`` + ``OUT.md`` + charts next to the per-question ``OUT.jsonl``."""
+    from memory_bank.evaluation import report
+
+    report.write_json(report.sibling(out, ".json"), results)
+    m, ks = results["metrics"], results["ks"]
+    charts: dict[str, Path] = {}
+    if "all" in m:
+        curve = report.recall_curves(
+            report.sibling(out, "-curve.png"),
+            {
+                "hit@k": {k: m["all"][f"hit@{k}"] for k in ks},
+                "full-evidence recall@k": {k: m["all"][f"recall@{k}"] for k in ks},
+            },
+            title=title,
+            ylabel="score",
+        )
+        if curve:
+            charts["curve"] = curve
+        groups = ["all", *sorted(g for g in m if g != "all")]
+        k = ks[-1]
+        bars = report.grouped_bars(
+            report.sibling(out, "-types.png"),
+            [f"{g} ({m[g]['n']})" for g in groups],
+            {
+                f"hit@{k}": [m[g][f"hit@{k}"] for g in groups],
+                f"recall@{k}": [m[g][f"recall@{k}"] for g in groups],
+            },
+            title=f"{title}: by question type",
+            ylabel="%",
+        )
+        if bars:
+            charts["types"] = bars
+    report.write_markdown(report.sibling(out, ".md"), report_markdown(title, results, charts))
+    return charts

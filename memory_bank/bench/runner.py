@@ -1,0 +1,384 @@
+"""Run the benchmark: data, the encoder's own speed, every system at every size, the scenarios,
+the targets; JSON and a chart out.
+
+Figures per size and system (milliseconds unless ``_s``; p50/p95 are per-round percentiles,
+medians over ``rounds`` rounds):
+
+* ``add_ms``: store one dialog turn, including its embedding and the durable write.
+* ``search_ms``: retrieve ``k`` memories for a chat message, including its embedding;
+  ``search_core_ms``: the same search with the query's embedding given (the search alone);
+  ``embed_query_ms``: the embedding alone.
+* ``restart_s``: open the store and answer a first search (model loading excluded for every
+  system; ``model_load_s`` reports it). ``reembed_s``: what re-embedding every memory costs (the
+  original design does it at every login): measured on up to ``embed_limit`` memories, scaled.
+* ``forget_s``: a forgetting pass (paper curve, seeded, about 1% forgotten); ``None`` where a
+  system has no forgetting.
+* ``import_turns_per_s``: bulk import of ``imports`` turns into a new user, against
+  ``encoder_turns_per_s``, the encoder's own batch speed on the same texts.
+* ``rss_mb``: peak resident memory of the process that measured the system.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import json
+import logging
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+logger = logging.getLogger(__name__)
+
+SYSTEMS = ("memorybank", "original", "langchain", "mem0")
+SCHEMA_KEYS = (
+    "add_ms_p50",
+    "add_ms_p95",
+    "search_ms_p50",
+    "search_ms_p95",
+    "restart_s",
+    "reembed_s",
+    "forget_s",
+    "import_turns_per_s",
+    "rss_mb",
+)
+
+
+@dataclasses.dataclass
+class BenchConfig:
+    sizes: list[int] = dataclasses.field(default_factory=lambda: [1000, 10_000, 100_000])
+    users: int = 1000
+    per_user: int = 1000
+    forget_size: int = 1_000_000
+    queries: int = 50
+    adds: int = 60
+    imports: int = 500
+    rounds: int = 3
+    pool: int = 1000
+    k: int = 5
+    embed_limit: int = 1000
+    budget_s: float = 20.0
+    sessions: int = 300
+    per_session: int = 4
+    encoder: str = "minilm"
+    threads: int | None = 1
+    baselines: list[str] = dataclasses.field(default_factory=lambda: ["original", "langchain", "mem0"])
+    mem0_python: str | None = None
+    workdir: str | None = None
+    in_process: bool = False
+    seed: int = 0
+    keep: bool = False
+    quiet: bool = False
+    quick: bool = False
+
+    @classmethod
+    def quick_mode(cls, **overrides: Any) -> BenchConfig:
+        """Seconds, not minutes: tiny sizes, the hashing encoder, no mem0, in one process."""
+        base: dict[str, Any] = dict(
+            sizes=[300, 1000],
+            users=20,
+            per_user=100,
+            forget_size=20_000,
+            queries=10,
+            adds=9,
+            imports=100,
+            rounds=2,
+            pool=200,
+            embed_limit=200,
+            budget_s=3.0,
+            sessions=30,
+            per_session=3,
+            encoder="hashing",
+            baselines=["original", "langchain"],
+            in_process=True,
+            quick=True,
+        )
+        base.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**base)
+
+
+def _log(cfg: BenchConfig, msg: str) -> None:
+    if not cfg.quiet:
+        print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def _versions() -> dict[str, str | None]:
+    from importlib import metadata
+
+    out: dict[str, str | None] = {}
+    for pkg in (
+        "memorybank-siliconfriend",
+        "numpy",
+        "faiss-cpu",
+        "torch",
+        "sentence-transformers",
+        "langchain-classic",
+        "langchain-community",
+        "mem0ai",
+    ):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            out[pkg] = None
+    return out
+
+
+def _git_commit() -> str | None:
+    """The checked-out commit, read from .git (no git command)."""
+    root = Path(__file__).resolve().parents[2] / ".git"
+    try:
+        head = (root / "HEAD").read_text().strip()
+        if head.startswith("ref: "):
+            ref = root / head[5:]
+            if ref.exists():
+                return ref.read_text().strip()
+            packed = root / "packed-refs"
+            for line in packed.read_text().splitlines() if packed.exists() else []:
+                if line.endswith(head[5:]):
+                    return line.split()[0]
+            return None
+        return head
+    except OSError:
+        return None
+
+
+def machine_info(cfg: BenchConfig) -> dict[str, Any]:
+    cpu = platform.processor()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_gb = None
+    with contextlib.suppress(ValueError, OSError):
+        mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gb": round(mem_gb, 1) if mem_gb else None,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "threads": cfg.threads,
+        "loadavg_start": os.getloadavg(),
+        "versions": _versions(),
+        "git_commit": _git_commit(),
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _write_turns(path: Path, turns: Sequence[Any]) -> None:
+    with path.open("w", encoding="utf-8") as f:
+        for t in turns:
+            f.write(json.dumps([t.query, t.response, t.at.isoformat()]) + "\n")
+
+
+def _mem0_python(cfg: BenchConfig) -> tuple[str | None, str | None]:
+    """The interpreter that can import mem0, or ``None`` and why not."""
+    candidates = [cfg.mem0_python, os.environ.get("MEMORYBANK_BENCH_MEM0_PYTHON"), sys.executable]
+    for py in [c for c in candidates if c]:
+        probe = subprocess.run(
+            [py, "-c", "import mem0, importlib.metadata as m; print(m.version('mem0ai'))"],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "MEM0_TELEMETRY": "False", "MEM0_DIR": tempfile.gettempdir()},
+            check=False,
+        )
+        if probe.returncode == 0:
+            return py, None
+    return None, (
+        "mem0ai is not installed: pip install mem0ai into a separate virtual environment "
+        "(it is never a dependency of this package) and pass --mem0-python PATH/TO/python"
+    )
+
+
+class Runner:
+    def __init__(self, cfg: BenchConfig) -> None:
+        self.cfg = cfg
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        if cfg.workdir:
+            self.work = Path(cfg.workdir)
+            self.work.mkdir(parents=True, exist_ok=True)
+        else:
+            self._tmp = tempfile.TemporaryDirectory(prefix="memorybank-bench-")
+            self.work = Path(self._tmp.name)
+        self.repo = Path(__file__).resolve().parents[2]
+
+    def _spec(self, **kw: Any) -> dict[str, Any]:
+        c = self.cfg
+        return {
+            "workdir": str(self.work),
+            "turns_file": str(self.work / "turns.jsonl"),
+            "extra_file": str(self.work / "extra.jsonl"),
+            "pool_file": str(self.work / "pool.npy"),
+            "queries": self.queries,
+            "encoder": c.encoder,
+            "threads": c.threads,
+            "k": c.k,
+            "rounds": c.rounds,
+            "adds": c.adds,
+            "imports": c.imports,
+            "embed_limit": c.embed_limit,
+            "budget_s": c.budget_s,
+            "seed": c.seed,
+            "keep": c.keep,
+            "quiet": c.quiet,
+            "users": c.users,
+            "per_user": c.per_user,
+            "sessions": c.sessions,
+            "per_session": c.per_session,
+            "forget_size": c.forget_size,
+            **kw,
+        }
+
+    def _run(self, spec: dict[str, Any], python: str | None = None) -> dict[str, Any] | None:
+        label = f"{spec.get('system', spec.get('kind'))}@{spec.get('size', '')}"
+        start = time.perf_counter()
+        try:
+            if self.cfg.in_process and python is None:
+                from memory_bank.bench import scenarios, worker
+
+                kind = spec.get("kind", "size")
+                out = worker.measure(spec) if kind == "size" else getattr(scenarios, kind)(spec)
+            else:
+                spec_file = self.work / f"spec-{label.replace('@', '-')}.json"
+                out_file = spec_file.with_suffix(".out.json")
+                spec_file.write_text(json.dumps(spec), encoding="utf-8")
+                env = {
+                    **os.environ,
+                    "PYTHONPATH": os.pathsep.join([str(self.repo), os.environ.get("PYTHONPATH", "")]),
+                    "HF_HUB_OFFLINE": "1",
+                    "TRANSFORMERS_OFFLINE": "1",
+                    "MEM0_TELEMETRY": "False",
+                    "TOKENIZERS_PARALLELISM": "false",
+                }
+                if self.cfg.threads:  # every library, not only torch: one core per request
+                    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+                        env[var] = str(self.cfg.threads)
+                subprocess.run(
+                    [
+                        python or sys.executable,
+                        "-m",
+                        "memory_bank.bench.worker",
+                        str(spec_file),
+                        str(out_file),
+                    ],
+                    check=True,
+                    env=env,
+                    cwd=self.repo,
+                )
+                out = json.loads(out_file.read_text(encoding="utf-8"))
+        except (subprocess.CalledProcessError, RuntimeError, OSError, ValueError) as e:
+            _log(self.cfg, f"{label} failed: {e}")
+            return {"error": f"{type(e).__name__}: {e}"}
+        _log(self.cfg, f"{label} done in {time.perf_counter() - start:.1f} s")
+        return out
+
+    def prepare(self) -> dict[str, Any]:
+        """Dialog text, queries, and the pool of real embeddings (timing the encoder)."""
+        from memory_bank.bench.data import DialogGenerator
+        from memory_bank.bench.worker import set_threads
+        from memory_bank.embeddings import get_encoder
+
+        c = self.cfg
+        n = max([*c.sizes, c.per_user if c.users else 0, c.pool])
+        _log(c, f"generating {n:,} dialog turns")
+        turns = DialogGenerator(c.seed).turns(n)
+        _write_turns(self.work / "turns.jsonl", turns)
+        last = (turns[-1].at.date() - turns[0].at.date()).days + 1
+        _write_turns(
+            self.work / "extra.jsonl", DialogGenerator(c.seed + 1).turns(c.adds + c.imports, first_day=last)
+        )
+        self.queries = DialogGenerator(c.seed + 3).queries(c.queries)
+        set_threads(c.threads)
+        start = time.perf_counter()
+        enc = get_encoder(c.encoder)
+        load_s = time.perf_counter() - start
+        _log(c, f"embedding a pool of {c.pool} real turns with {c.encoder}")
+        texts = [t.text for t in turns[: c.pool]]
+        enc.encode(texts[:8])
+        start = time.perf_counter()
+        pool = enc.encode(texts)
+        took = time.perf_counter() - start
+        np.save(self.work / "pool.npy", pool)
+        return {
+            "encoder": c.encoder,
+            "model_load_s": load_s,
+            "encoder_turns_per_s": len(texts) / took,
+            "pool": c.pool,
+        }
+
+    def run(self) -> dict[str, Any]:
+        c = self.cfg
+        t0 = time.perf_counter()
+        machine = machine_info(c)
+        encoder = self.prepare()
+        mem0_py: str | None = None
+        mem0_why: str | None = "not requested"
+        if "mem0" in c.baselines:
+            mem0_py, mem0_why = _mem0_python(c)
+            if mem0_why:
+                _log(c, f"mem0 skipped: {mem0_why}")
+        results = []
+        for size in c.sizes:
+            entry: dict[str, Any] = {"size": size}
+            measured = self._run(self._spec(system="memorybank", size=size, recall=True)) or {}
+            entry.update({k: measured.get(k) for k in SCHEMA_KEYS})
+            entry["details"] = measured
+            entry["baselines"] = {}
+            for name in c.baselines:
+                if name == "mem0" and mem0_py is None:
+                    entry["baselines"]["mem0"] = {**{k: None for k in SCHEMA_KEYS}, "skipped": mem0_why}
+                    continue
+                python = mem0_py if name == "mem0" else None
+                b = self._run(self._spec(system=name, size=size), python=python) or {}
+                entry["baselines"][name] = {**{k: b.get(k) for k in SCHEMA_KEYS}, "details": b}
+            results.append(entry)
+        scenarios: dict[str, Any] = {}
+        if c.users:
+            scenarios["users"] = self._run(self._spec(kind="users"))
+        if c.forget_size:
+            scenarios["forgetting"] = self._run(self._spec(kind="forget_million", generic_path=c.quick))
+        machine["loadavg_end"] = os.getloadavg()
+        out = {
+            "machine": machine,
+            "config": dataclasses.asdict(c),
+            "encoder": encoder,
+            "results": results,
+            "scenarios": scenarios,
+            "wall_s": time.perf_counter() - t0,
+        }
+        from memory_bank.bench.report import targets
+
+        out["targets"] = targets(out)
+        return out
+
+    def close(self) -> None:
+        if self._tmp is not None and not self.cfg.keep:
+            self._tmp.cleanup()
+
+
+def run(cfg: BenchConfig, json_out: str | None = None, chart: str | None = None) -> dict[str, Any]:
+    runner = Runner(cfg)
+    try:
+        out = runner.run()
+    finally:
+        runner.close()
+    if json_out:
+        Path(json_out).parent.mkdir(parents=True, exist_ok=True)
+        Path(json_out).write_text(json.dumps(out, indent=1, default=float), encoding="utf-8")
+    if chart:
+        from memory_bank.bench.report import chart as draw
+
+        draw(out, chart)
+    return out

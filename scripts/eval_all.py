@@ -1,0 +1,116 @@
+"""Reproduce every retrieval figure of docs/evaluation.md (no LLM needed).
+
+    HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/python scripts/eval_all.py --out-dir runs/eval
+
+Runs, with the default (packaged) encoders:
+
+1. ``memorybank eval retrieval`` on the paper's probing questions (en, zh) with our labels, and
+   on our own set (eval_data/, en and zh), once per ranker: the bank as it is, and the two
+   proposed ranking changes (``--ranker proposed``, ``--ranker proposed-v2``);
+2. ``memorybank eval locomo`` on the LoCoMo dev file with every system, forgetting off;
+3. the same with ``--forgetting paper`` (the paper's curve and the recommended settings);
+
+then writes ``SUMMARY.md`` in the output folder with the headline numbers of every run. Each run
+also writes its own JSON, Markdown report and charts there. The data is read from
+``$MEMORYBANK_SHARED_DATA`` (default ``../shared/data``); runs whose data is missing are skipped.
+``--cache-dir`` keeps embeddings between runs (only speed changes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from memory_bank.cli import main as memorybank  # noqa: E402
+
+
+def _sets(shared: Path) -> list[tuple[str, str, Path, Path, Path]]:
+    paper = shared / "memorybank_eval"
+    return [
+        ("paper-en", "en", paper / "en" / "memory_bank_en.json", paper / "en" / "probing_questions_en.jsonl",
+         REPO / "eval_data" / "paper_labels" / "probing_labels_en.jsonl"),
+        ("paper-zh", "zh", paper / "cn" / "memory_bank_cn.json", paper / "cn" / "probing_questions_cn.jsonl",
+         REPO / "eval_data" / "paper_labels" / "probing_labels_zh.jsonl"),
+        ("own-en", "en", REPO / "eval_data" / "en" / "memory_bank_en.json",
+         REPO / "eval_data" / "en" / "probing_questions_en.jsonl", REPO / "eval_data" / "en" / "labels_en.jsonl"),
+        ("own-zh", "zh", REPO / "eval_data" / "zh" / "memory_bank_zh.json",
+         REPO / "eval_data" / "zh" / "probing_questions_zh.jsonl", REPO / "eval_data" / "zh" / "labels_zh.jsonl"),
+    ]  # fmt: skip
+
+
+def run(argv: list[str]) -> None:
+    print("+ memorybank " + " ".join(argv), file=sys.stderr, flush=True)
+    code = memorybank(argv)
+    if code != 0:
+        raise SystemExit(f"memorybank {argv[0]} {argv[1]} failed with exit code {code}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out-dir", default="runs/eval")
+    ap.add_argument(
+        "--shared", default=os.environ.get("MEMORYBANK_SHARED_DATA", str(REPO.parent / "shared" / "data"))
+    )
+    ap.add_argument("--cache-dir", help="keep embeddings here between runs (speed only)")
+    ap.add_argument("--skip", default="", help="comma-separated steps to skip: retrieval, locomo, forgetting")
+    args = ap.parse_args()
+    out, shared = Path(args.out_dir), Path(args.shared)
+    out.mkdir(parents=True, exist_ok=True)
+    skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    rows: list[list[Any]] = []
+    cache = ["--cache-dir", args.cache_dir] if args.cache_dir else []
+    if "retrieval" not in skip:
+        for name, lang, memory, questions, labels in _sets(shared):
+            if not memory.is_file():
+                print(f"skipping {name}: {memory} not found", file=sys.stderr)
+                continue
+            for ranker in ("bank", "proposed", "proposed-v2"):
+                stem = out / f"{name}-{ranker}.jsonl"
+                run(["eval", "retrieval", "--memory-file", str(memory), "--questions", str(questions),
+                     "--labels", str(labels), "--language", lang, "--k", "10", "--ranker", ranker,
+                     *cache, "--out", str(stem)])  # fmt: skip
+                m = json.loads(stem.with_suffix(".json").read_text(encoding="utf-8"))["metrics"]["all"]
+                rows.append([name, ranker, m["n"], *(f"{100 * m[f'hit@{k}']:.1f}" for k in (1, 2, 3, 5)),
+                             f"{100 * m['recall@3']:.1f}"])  # fmt: skip
+    locomo = shared / "locomo" / "locomo_dev.json"
+    runs = []
+    if locomo.is_file():
+        if "locomo" not in skip:
+            runs.append(("locomo-dev", ["--systems", "bm25,dense,ours,ours-tuned,proposed,proposed-v2"]))
+        if "forgetting" not in skip:
+            runs.append(("locomo-dev-forgetting", ["--systems", "bm25,ours", "--forgetting", "paper"]))
+        for stem, extra in runs:
+            run(["eval", "locomo", "--data", str(locomo), *extra, *cache, "--out", str(out / f"{stem}.json")])
+    else:
+        print(f"skipping LoCoMo: {locomo} not found", file=sys.stderr)
+    lines = ["# Evaluation summary", "", "## Labelled questions (hit@k and full-evidence recall@3, %)", ""]
+    lines += [
+        "| set | ranker | n | hit@1 | hit@2 | hit@3 | hit@5 | recall@3 |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    for stem, _ in runs:
+        res = json.loads((out / f"{stem}.json").read_text(encoding="utf-8"))
+        ks = [str(k) for k in res["ks"]]
+        lines += ["", f"## {stem}: turn recall@k (%)", "", "| system | " + " | ".join(f"@{k}" for k in ks) + " |",
+                  "|---|" + "---|" * len(ks)]  # fmt: skip
+        for name, m in res["systems"].items():
+            lines.append(
+                f"| {name} | " + " | ".join(f"{100 * m['turn_recall']['all'][k]:.1f}" for k in ks) + " |"
+            )
+        for name, st in res.get("forgetting_stats", {}).items():
+            lines.append(f"\n{name}: forgot {st['forgotten']} of {st['memories']} turns")
+    (out / "SUMMARY.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {out / 'SUMMARY.md'}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,40 @@
+"""`memorybank bench --quick`: runs end to end in seconds and writes the documented JSON."""
+
+from __future__ import annotations
+
+import json
+
+from memory_bank.bench.runner import SCHEMA_KEYS
+from memory_bank.cli import main
+
+
+def test_quick_mode_writes_the_documented_json(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "bench.json"
+    chart = tmp_path / "bench.png"
+    code = main(["bench", "--quick", "--json", str(out), "--chart", str(chart), "--sizes", "200,600",
+                 "--users", "8", "--per-user", "60", "--forget-size", "3000", "--queries", "5"])
+    assert code == 0
+    table = capsys.readouterr().out
+    assert "| memories | system |" in table and "| target |" in table
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert {"cpu", "cores", "loadavg_start", "loadavg_end", "versions", "threads"} <= set(data["machine"])
+    assert [r["size"] for r in data["results"]] == [200, 600]
+    for entry in data["results"]:
+        assert set(SCHEMA_KEYS) <= set(entry)
+        assert entry["search_ms_p50"] > 0 and entry["add_ms_p50"] > 0 and entry["restart_s"] > 0
+        assert entry["import_turns_per_s"] > 0 and entry["rss_mb"] > 0 and entry["forget_s"] is not None
+        assert set(entry["baselines"]) == {"original", "langchain"}
+        for baseline in entry["baselines"].values():
+            assert set(SCHEMA_KEYS) <= set(baseline)
+            assert baseline["search_ms_p50"] > 0
+    users = data["scenarios"]["users"]
+    assert users["memories"] == 8 * 60 and users["search_core_ms_p50_many_users_warm"] > 0
+    forgetting = data["scenarios"]["forgetting"]
+    assert forgetting["examined"] == 3000 and 0 < forgetting["forgotten"] < 3000
+    assert {t["target"].split(" ")[0] for t in data["targets"]} >= {"search", "add", "restart", "forgetting"}
+    assert chart.stat().st_size > 10_000
+
+
+def test_unknown_baseline_is_a_one_line_error(capsys) -> None:  # type: ignore[no-untyped-def]
+    assert main(["bench", "--quick", "--baselines", "zep"]) == 2
+    assert "unknown baseline 'zep'" in capsys.readouterr().err
