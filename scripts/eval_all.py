@@ -38,10 +38,10 @@ def _sets(shared: Path) -> list[tuple[str, str, Path, Path, Path]]:
          REPO / "eval_data" / "paper_labels" / "probing_labels_en.jsonl"),
         ("paper-zh", "zh", paper / "cn" / "memory_bank_cn.json", paper / "cn" / "probing_questions_cn.jsonl",
          REPO / "eval_data" / "paper_labels" / "probing_labels_zh.jsonl"),
-        ("own-en", "en", REPO / "eval_data" / "en" / "memory_bank_en.json",
-         REPO / "eval_data" / "en" / "probing_questions_en.jsonl", REPO / "eval_data" / "en" / "labels_en.jsonl"),
-        ("own-zh", "zh", REPO / "eval_data" / "zh" / "memory_bank_zh.json",
-         REPO / "eval_data" / "zh" / "probing_questions_zh.jsonl", REPO / "eval_data" / "zh" / "labels_zh.jsonl"),
+        ("own-en", "en", REPO / "eval_data" / "en" / "memories_en.json",
+         REPO / "eval_data" / "en" / "questions_en.jsonl", REPO / "eval_data" / "en" / "labels_en.jsonl"),
+        ("own-zh", "zh", REPO / "eval_data" / "zh" / "memories_zh.json",
+         REPO / "eval_data" / "zh" / "questions_zh.jsonl", REPO / "eval_data" / "zh" / "labels_zh.jsonl"),
     ]  # fmt: skip
 
 

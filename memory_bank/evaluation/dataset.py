@@ -17,7 +17,7 @@ Each simulated user is one text file under ``eval_data/src/{en,zh}/``, written b
     E: 2024-03-04#2, 2024-03-05#0                   (evidence turns: day#index, 0-based; empty if absent)
 
 :func:`build` turns a folder of them into the three files the harness reads, in the paper's
-formats: ``memory_bank_{lang}.json`` (the original memory-file format), ``probing_questions_{lang}.jsonl``
+formats: ``memories_{lang}.json`` (the original memory-file format), ``questions_{lang}.jsonl``
 (``{user: [question, ...]}`` per line) and ``labels_{lang}.jsonl`` (our label format, as in
 ``eval_data/paper_labels``). ``scripts/eval_build_dataset.py`` writes and checks them.
 """
@@ -164,8 +164,8 @@ def build(src: str | Path) -> dict[str, Any]:
 
 def file_names(lang: str) -> dict[str, str]:
     return {
-        "memory": f"memory_bank_{lang}.json",
-        "questions": f"probing_questions_{lang}.jsonl",
+        "memory": f"memories_{lang}.json",
+        "questions": f"questions_{lang}.jsonl",
         "labels": f"labels_{lang}.jsonl",
     }
 

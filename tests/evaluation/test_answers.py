@@ -96,13 +96,13 @@ def test_prompts_are_versioned_in_both_languages() -> None:
 
 def _questions(user: str) -> list:  # type: ignore[type-arg]
     qs = attach_labels(
-        load_questions(DATA / "probing_questions_en.jsonl"), load_labels(DATA / "labels_en.jsonl")
+        load_questions(DATA / "questions_en.jsonl"), load_labels(DATA / "labels_en.jsonl")
     )
     return [q for q in qs if q.user == user]
 
 
 def test_run_answers_end_to_end_with_fakes() -> None:
-    data = load_memory_file(DATA / "memory_bank_en.json")
+    data = load_memory_file(DATA / "memories_en.json")
     questions = _questions("Sofia Lindqvist")[:3]  # absent (heap sort), multi, multi
     backbone = EchoChatModel(reply="We never wrote a heap sort, only merge sort and quicksort.")
     judge = ScriptedJudge()
@@ -147,7 +147,7 @@ def test_run_answers_end_to_end_with_fakes() -> None:
 
 
 def test_ranking_from_the_judge_with_two_systems() -> None:
-    data = load_memory_file(DATA / "memory_bank_en.json")
+    data = load_memory_file(DATA / "memories_en.json")
     questions = _questions("Marcus Reid")[:2]
     res = run_answers(
         data,
@@ -164,7 +164,7 @@ def test_ranking_from_the_judge_with_two_systems() -> None:
 
 
 def test_summarised_layers_reach_the_prompt_and_ablations_drop_them() -> None:
-    data = load_memory_file(DATA / "memory_bank_en.json")
+    data = load_memory_file(DATA / "memories_en.json")
     questions = _questions("Tom Okafor")[:1]
     summary = "Tom is cheerful and competitive; he is planning his wedding and learning guitar in secret."
     backbone = EchoChatModel(reply=summary)
@@ -187,8 +187,8 @@ def test_summarised_layers_reach_the_prompt_and_ablations_drop_them() -> None:
 def test_settings_are_checked() -> None:
     with pytest.raises(InvalidInputError, match="unknown systems"):
         AnswerSettings(systems=["memorybank", "gpt"]).check()
-    data = load_memory_file(DATA / "memory_bank_en.json")
-    unlabelled = load_questions(DATA / "probing_questions_en.jsonl")[:1]
+    data = load_memory_file(DATA / "memories_en.json")
+    unlabelled = load_questions(DATA / "questions_en.jsonl")[:1]
     with pytest.raises(InvalidInputError, match="reference answer"):
         run_answers(
             data,

@@ -37,9 +37,9 @@ def test_size_and_labels(lang) -> None:  # type: ignore[no-untyped-def]
         assert {"single", "multi", "absent"} <= {lab["type"] for lab in labs}, user
     assert c["types"]["date"] >= 6
     # The files load with the paper's loaders (same formats as the paper's data and our labels).
-    data = load_memory_file(DATA / lang / f"memory_bank_{lang}.json")
+    data = load_memory_file(DATA / lang / f"memories_{lang}.json")
     qs = attach_labels(
-        load_questions(DATA / lang / f"probing_questions_{lang}.jsonl"),
+        load_questions(DATA / lang / f"questions_{lang}.jsonl"),
         load_labels(DATA / lang / f"labels_{lang}.jsonl"),
     )
     assert len(qs) == c["questions"] and set(data) == set(per_user)

@@ -25,8 +25,8 @@ DATA = REPO / "eval_data"
 def test_our_set_with_the_default_encoders(tmp_path, capsys, lang, hit2, hit3) -> None:  # type: ignore[no-untyped-def]
     out = tmp_path / f"own_{lang}.jsonl"
     code = main(
-        ["eval", "retrieval", "--memory-file", str(DATA / lang / f"memory_bank_{lang}.json"),
-         "--questions", str(DATA / lang / f"probing_questions_{lang}.jsonl"),
+        ["eval", "retrieval", "--memory-file", str(DATA / lang / f"memories_{lang}.json"),
+         "--questions", str(DATA / lang / f"questions_{lang}.jsonl"),
          "--labels", str(DATA / lang / f"labels_{lang}.jsonl"), "--language", lang, "--k", "3", "--out", str(out)]
     )  # fmt: skip
     capsys.readouterr()
@@ -90,8 +90,8 @@ def test_answers_offline_smoke(tmp_path, capsys, judge_server, monkeypatch) -> N
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     out = tmp_path / "answers.json"
     code = main(
-        ["eval", "answers", "--memory-file", str(DATA / "en" / "memory_bank_en.json"),
-         "--questions", str(DATA / "en" / "probing_questions_en.jsonl"),
+        ["eval", "answers", "--memory-file", str(DATA / "en" / "memories_en.json"),
+         "--questions", str(DATA / "en" / "questions_en.jsonl"),
          "--labels", str(DATA / "en" / "labels_en.jsonl"), "--users", "Sofia Lindqvist", "--limit", "2",
          "--llm", "llamacpp", "--judge", f"openai:smollm2@{judge_server}", "--systems", "memorybank,no-memory",
          "--max-new-tokens", "24", "--encoder", "hashing", "--out", str(out)]

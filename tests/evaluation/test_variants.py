@@ -23,14 +23,14 @@ def test_months_in() -> None:
 
 
 def test_bank_path_equals_bank_rank() -> None:
-    data = load_memory_file(DATA / "memory_bank_en.json")
+    data = load_memory_file(DATA / "memories_en.json")
     enc = HashingEncoder(128)
     # The bank's ranking with only the hints the variant also implements switched off.
     cfg = RetrievalConfig(
         **{k: 0.0 for k in ("day_weight", "month_weight") if k in RetrievalConfig.model_fields}
     )
     bank_like = V2Settings(own_text=False, own_weight=1.0, day_weight=0.0, month_weight=0.0)
-    for q in load_questions(DATA / "probing_questions_en.jsonl")[:20]:
+    for q in load_questions(DATA / "questions_en.jsonl")[:20]:
         mems = [m for m in user_memories(q.user, data[q.user])[0] if m.kind in RETRIEVABLE_KINDS]
         now = dt.date(2024, 3, 20)
         a = rank_memories(mems, [q.question], enc, 5, cfg=cfg, v2=None, now=now)
