@@ -212,7 +212,7 @@ def has_cjk(text: str) -> bool:
     return _CJK_RE.search(text) is not None
 
 
-_MONTHS = {
+MONTHS = {
     m: i + 1
     for i, names in enumerate(
         [
@@ -232,7 +232,7 @@ _MONTHS = {
     )
     for m in names
 }
-_MONTH_ALT = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_MONTH_ALT = "|".join(sorted(MONTHS, key=len, reverse=True))
 _EN_MONTH_DAY = re.compile(rf"\b({_MONTH_ALT})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s*(\d{{4}}))?", re.I)
 _EN_DAY_MONTH = re.compile(
     rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MONTH_ALT})\b(?:,?\s*(\d{{4}}))?", re.I
@@ -269,9 +269,9 @@ def dates_in(text: str, *, now: dt.date | None = None, years: tuple[int, ...] = 
     for m in _ISO.finditer(text):
         add(int(m.group(1)), int(m.group(2)), int(m.group(3)))
     for m in _EN_MONTH_DAY.finditer(text):
-        add(int(m.group(3)) if m.group(3) else None, _MONTHS[m.group(1).lower()], int(m.group(2)))
+        add(int(m.group(3)) if m.group(3) else None, MONTHS[m.group(1).lower()], int(m.group(2)))
     for m in _EN_DAY_MONTH.finditer(text):
-        add(int(m.group(3)) if m.group(3) else None, _MONTHS[m.group(2).lower()], int(m.group(1)))
+        add(int(m.group(3)) if m.group(3) else None, MONTHS[m.group(2).lower()], int(m.group(1)))
     for m in _ZH_DATE.finditer(text):
         add(int(m.group(1)) if m.group(1) else None, int(m.group(2)), int(m.group(3)))
     if now is not None:

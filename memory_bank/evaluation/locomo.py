@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from memory_bank.errors import InvalidInputError
 from memory_bank.records import Memory, MemoryKind
+from memory_bank.text import MONTHS
 
 if TYPE_CHECKING:
     from memory_bank.evaluation.benchmark import Haystack
@@ -92,27 +93,7 @@ class Conversation:
 
 
 _TIME_RE = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})\s*$", re.I)
-_MONTHS = {
-    m: i
-    for i, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ],
-        start=1,
-    )
-    for m in names
-}
+_MONTHS = MONTHS  # shared with the date parsing of queries
 
 
 def parse_session_time(text: str) -> dt.datetime:
