@@ -1,4 +1,4 @@
-"""Reproduce every retrieval figure of docs/evaluation.md (no LLM needed).
+"""Reproduce every retrieval figure of the Evaluation section of README.md (no LLM needed).
 
     HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/python scripts/eval_all.py --out-dir runs/eval
 

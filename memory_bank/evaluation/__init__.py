@@ -15,5 +15,5 @@ Modules (nothing is imported or loaded until used):
 * :mod:`~memory_bank.evaluation.metrics`, :mod:`~memory_bank.evaluation.report`,
   :mod:`~memory_bank.evaluation.encoders`: metrics, run metadata and charts, an embedding cache.
 
-See ``docs/evaluation.md``.
+See the Evaluation section of ``README.md``.
 """

@@ -7,7 +7,7 @@ Systems by name (``--systems``):
 * ``ours``: a real MemoryBank with its configuration (defaults, or ``--config``);
 * ``ours-tuned``: the same with proposal 1's retrieval weights (a config change only);
 * ``proposed``, ``proposed-v2``: the two proposed ranking changes
-  (:mod:`memory_bank.evaluation.variants`, measured in ``docs/evaluation.md``).
+  (:mod:`memory_bank.evaluation.variants`, measured in the Evaluation section of ``README.md``).
 
 With ``--forgetting paper`` two more run: ``ours+forgetting(paper)``, the paper's curve as
 published (tau = 1 day, stochastic passes), and ``ours+forgetting``, the settings given by the
@@ -24,7 +24,7 @@ from memory_bank.errors import InvalidInputError
 
 logger = logging.getLogger(__name__)
 
-#: Forgetting settings that keep LoCoMo recall close to forgetting off (see docs/evaluation.md):
+#: Forgetting settings that keep LoCoMo recall close to forgetting off (see README.md, Evaluation):
 #: a memory not recalled for about 9 months (tau * S * ln(1/threshold) = 270 * S days) is archived.
 RECOMMENDED_FORGETTING: dict[str, Any] = {
     "mode": "paper",

@@ -1,7 +1,7 @@
 """A candidate change to the bank's ranking, measured here before it is proposed for the core.
 
-:func:`rank_v2` is :func:`memory_bank.retrieval.rank` with three changes (see
-``docs/evaluation.md`` for the figures behind each):
+:func:`rank_v2` is :func:`memory_bank.retrieval.rank` with four changes, each switchable (see
+the Evaluation section of ``README.md`` for the figures behind each):
 
 1. **Own-text and in-context similarity.** The bank embeds a turn *with* the reply before it
    (``index_text``), which finds short answers ("Gulangyu, I loved it") but also gives the turn
@@ -12,8 +12,9 @@
 2. **Day evidence.** A turn gains ``day_weight`` times the mean of the best ``day_top`` base
    scores among the candidates on its day: a day that matches the question as a whole (the
    role a daily event summary plays in the paper) lifts all its relevant turns.
-3. **Weights.** ``lexical_weight`` 0.5 and ``prev_turn_weight`` / ``next_turn_weight`` 0.3 / 0.3
-   (config values; the bank's defaults are 0.2 and 0.7 / 0.2).
+3. **Month hints.** A memory in a month the query names without a day ("in July 2023",
+   "2023年6月") gains ``month_weight`` (the bank's date hint only knows whole days).
+4. **Weights.** Other lexical and neighbour weights (config values), see :data:`PROPOSALS`.
 
 :class:`ProposedSystem` runs it as a benchmark system (see :mod:`memory_bank.evaluation.benchmark`)
 and :func:`rank_memories` on any list of memories (the paper's questions, ``eval_data/``).
@@ -37,7 +38,7 @@ from memory_bank.storage import VectorBatch
 from memory_bank.text import dates_in, tokenize
 
 #: Retrieval weights that suit LoCoMo best (config keys of :class:`RetrievalConfig`); on the
-#: paper's English questions they cost hit@2 (see docs/evaluation.md).
+#: paper's English questions they cost hit@2 (see README.md, Evaluation).
 PROPOSED_CONFIG: dict[str, Any] = {"lexical_weight": 0.5, "prev_turn_weight": 0.3, "next_turn_weight": 0.3}
 
 
@@ -105,7 +106,7 @@ class Proposal:
     summary: str
 
 
-#: The changes measured in docs/evaluation.md, by system name.
+#: The changes measured in README.md (Evaluation), by system name.
 PROPOSALS: dict[str, Proposal] = {
     # Safe: the bank's vectors as they are; new weights, day evidence and month hints.
     "proposed": Proposal(

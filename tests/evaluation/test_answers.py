@@ -95,9 +95,7 @@ def test_prompts_are_versioned_in_both_languages() -> None:
 
 
 def _questions(user: str) -> list:  # type: ignore[type-arg]
-    qs = attach_labels(
-        load_questions(DATA / "questions_en.jsonl"), load_labels(DATA / "labels_en.jsonl")
-    )
+    qs = attach_labels(load_questions(DATA / "questions_en.jsonl"), load_labels(DATA / "labels_en.jsonl"))
     return [q for q in qs if q.user == user]
 
 
