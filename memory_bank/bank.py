@@ -494,17 +494,18 @@ class MemoryBank:
             drop = forgetting.forget_mask(r, policy=f.policy, threshold=f.threshold, rng=rng)
             rowids = cols.rowids[drop].tolist()
             if rowids:
-                gone = self._memories_by_rowid(rec, rowids)
+                keys = self.storage.memory_keys(rec.id, rowids)
+                gone = [keys[r] for r in rowids if r in keys]  # (memory_id, kind, date), in order
                 if f.action == "delete":
                     self.storage.delete_memories(rec.id, rowids)
                 else:
                     self.storage.set_archived(rec.id, rowids, True)
-                dates = sorted({m.date for m in gone if m.kind is MemoryKind.TURN})
+                dates = sorted({date for _, kind, date in gone if kind is MemoryKind.TURN})
                 if dates and f.action == "delete":
                     self.storage.mark_stale(
                         rec.id, [MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY], dates
                     )
-                report.forgotten = [m.memory_id for m in gone]
+                report.forgotten = [memory_id for memory_id, _, _ in gone]
         self.storage.set_forget_date(rec.id, today.isoformat())
         rec.last_forget_date = today.isoformat()
         if report.forgotten:
@@ -512,15 +513,6 @@ class MemoryBank:
                 "forgot %d of %d memories of %r (%s)", len(report.forgotten), report.examined, rec.name, mode
             )
         return report
-
-    def _memories_by_rowid(self, rec: UserRecord, rowids: Sequence[int], chunk: int = 10_000) -> list[Memory]:
-        """The user's memories with these rowids, in the order given."""
-        found: dict[int | None, Memory] = {}
-        for start in range(0, len(rowids), chunk):
-            found.update(
-                (m.rowid, m) for m in self.storage.memories(rec.id, rowids=rowids[start : start + chunk])
-            )
-        return [found[r] for r in rowids if r in found]
 
     def restore(self, user: str, memory_ids: Sequence[str]) -> None:
         """Bring archived (forgotten) memories back into retrieval."""

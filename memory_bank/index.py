@@ -38,9 +38,9 @@ from memory_bank.text import tokenize
 _K1, _B = 1.2, 0.75
 
 #: Partitions with more memories than this search their binary codes, then re-score exactly.
-EXACT_SEARCH_LIMIT = 32_768
+EXACT_SEARCH_LIMIT = 8_192
 #: Codes re-scored exactly per query in approximate mode (at least 8x the candidates asked for).
-RESCORE = 512
+RESCORE = 1024
 # Rows per exact re-scoring product: larger matrix-vector products go multi-threaded in BLAS,
 # which costs 10-30x on a two-core machine whose cores are busy.
 _DOT_ROWS = 1024

@@ -144,6 +144,15 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def counts(self) -> dict[str, Any]: ...
 
+    def memory_keys(self, user_id: int, rowids: Sequence[int]) -> dict[int, tuple[str, MemoryKind, str]]:
+        """``rowid -> (memory_id, kind, date)`` of these memories of the user (the ones that exist).
+        A store may override this with a lighter query than :meth:`memories`."""
+        out: dict[int, tuple[str, MemoryKind, str]] = {}
+        for start in range(0, len(rowids), 10_000):
+            for m in self.memories(user_id, rowids=rowids[start : start + 10_000]):
+                out[m.rowid or 0] = (m.memory_id, m.kind, m.date)
+        return out
+
     def forget_columns(self, user_id: int, kinds: Iterable[MemoryKind]) -> ForgetColumns:
         """Rowids, recall anchors and strengths of the user's unarchived memories of ``kinds``,
         in the order of :meth:`memories`. A store may override this with a faster query."""
@@ -221,24 +230,30 @@ def _day_numbers(packed: str | None, n: int) -> np.ndarray | None:
     if packed is None or len(packed) != 10 * n or not packed.isascii():
         return None
     chars = np.frombuffer(packed.encode("ascii"), dtype=np.uint8).reshape(n, 10)
-    digits = chars[:, [0, 1, 2, 3, 5, 6, 8, 9]].astype(np.int64) - ord("0")
-    if (
-        (chars[:, 4] != ord("-")).any()
-        or (chars[:, 7] != ord("-")).any()
-        or (digits < 0).any()
-        or (digits > 9).any()
-    ):
+    if (chars[:, 4] != ord("-")).any() or (chars[:, 7] != ord("-")).any():
         return None
-    year = digits[:, 0] * 1000 + digits[:, 1] * 100 + digits[:, 2] * 10 + digits[:, 3]
-    month = digits[:, 4] * 10 + digits[:, 5]
-    day = digits[:, 6] * 10 + digits[:, 7]
+    digits = chars[:, [0, 1, 2, 3, 5, 6, 8, 9]] - np.uint8(ord("0"))  # a non-digit wraps past 9
+    if (digits > 9).any():
+        return None
+    d = digits.astype(np.int32)
+    year = d[:, 0] * 1000 + d[:, 1] * 100 + d[:, 2] * 10 + d[:, 3]
+    month = d[:, 4] * 10 + d[:, 5]
+    day = d[:, 6] * 10 + d[:, 7]
     if (year < 1).any() or (month < 1).any() or (month > 12).any() or (day < 1).any():
         return None
-    months = ((year - 1970) * 12 + month - 1).astype("datetime64[M]")
-    days = months.astype("datetime64[D]") + (day - 1)
-    if (days.astype("datetime64[M]") != months).any():  # the day ran into the next month
+    leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
+    if (day > _MONTH_DAYS[month] + ((month == 2) & leap)).any():
         return None
-    return days.astype(np.int64)
+    # Days from the civil date (H. Hinnant's algorithm), in integers: March-based years.
+    y = year - (month <= 2)
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (month + np.where(month > 2, -3, 9)) + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return (era * 146097 + doe - 719468).astype(np.int64)
+
+
+_MONTH_DAYS = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int32)
 
 
 class SQLiteStorage(Storage):
@@ -656,9 +671,10 @@ class SQLiteStorage(Storage):
         if not len(rowids):
             return
         with self._write() as c:
-            c.executemany(
-                "UPDATE memories SET archived = ? WHERE id = ? AND user_id = ?",
-                [(int(archived), int(r), user_id) for r in rowids],
+            # One statement for any number of rows (json_each: no limit on bound variables).
+            c.execute(
+                "UPDATE memories SET archived = ? WHERE user_id = ? AND id IN (SELECT value FROM json_each(?))",
+                (int(archived), user_id, json.dumps([int(r) for r in rowids])),
             )
             self._bump(c, user_id, epoch=True)
 
@@ -703,18 +719,26 @@ class SQLiteStorage(Storage):
         with self._write() as c:
             return int(c.execute(sql, args).rowcount)
 
+    def memory_keys(self, user_id: int, rowids: Sequence[int]) -> dict[int, tuple[str, MemoryKind, str]]:
+        rows = self._conn().execute(
+            "SELECT id, memory_id, kind, date FROM memories "
+            "WHERE +user_id = ? AND id IN (SELECT value FROM json_each(?))",
+            (user_id, json.dumps([int(r) for r in rowids])),
+        )
+        return {int(r[0]): (r[1], MemoryKind(r[2]), r[3]) for r in rows}
+
     def forget_columns(self, user_id: int, kinds: Iterable[MemoryKind]) -> ForgetColumns:
         """One scan of the ``memories_forget`` index, whose order is the order of
         :meth:`memories` (so nothing is sorted), with the columns concatenated inside SQLite:
         about 10x faster than building a :class:`Memory` per row. Rowid and strength travel as
-        one number. Anything unusual (a strength outside 0-8191 or not an integer, a date that
-        is not a plain ``YYYY-MM-DD`` day) takes the generic path, so the result is always
-        exactly the generic path's."""
+        one number (``rowid * 8192 + strength``). Anything unusual (a strength outside 0-8191 or
+        not an integer, a date that is not a plain ``YYYY-MM-DD`` day) takes the generic path, so
+        the result is always exactly the generic path's."""
         ks = [k.value for k in kinds]
         row = (
             self._conn()
             .execute(
-                "SELECT count(*), min(strength), max(strength), group_concat(id * 8192 + strength), "
+                "SELECT count(*), max((strength & -8192) != 0), group_concat(id * 8192 + strength), "
                 "group_concat(COALESCE(last_recall_date, date), '') "
                 "FROM memories INDEXED BY memories_forget "
                 f"WHERE user_id = ? AND archived = 0 AND kind IN ({','.join('?' * len(ks))})",
@@ -726,13 +750,13 @@ class SQLiteStorage(Storage):
         if n == 0:
             empty = np.zeros(0, dtype=np.int64)
             return ForgetColumns(empty, empty.copy(), np.zeros(0, dtype=np.float64))
-        anchors = _day_numbers(row[4], n)
-        if anchors is None or not (0 <= row[1] <= row[2] < 8192):
+        anchors = _day_numbers(row[3], n)
+        if anchors is None or row[1]:  # a strength outside 0-8191 does not fit the packing
             return super().forget_columns(user_id, kinds)
         with warnings.catch_warnings():  # a non-integer strength stops the parse early: checked below
             warnings.simplefilter("ignore")
-            packed = np.fromstring(row[3], dtype=np.int64, sep=",")
-        if len(packed) != n or row[3].count(",") != n - 1:
+            packed = np.fromstring(row[2], dtype=np.int64, sep=",")
+        if len(packed) != n or row[2].count(",") != n - 1:
             return super().forget_columns(user_id, kinds)
         return ForgetColumns(packed >> 13, anchors, (packed & 8191).astype(np.float64))
 

@@ -66,7 +66,7 @@ class BenchConfig:
     pool: int = 1000
     k: int = 5
     embed_limit: int = 1000
-    budget_s: float = 20.0
+    budget_s: float = 10.0
     sessions: int = 300
     per_session: int = 4
     encoder: str = "minilm"
@@ -341,7 +341,7 @@ class Runner:
                     entry["baselines"]["mem0"] = {**{k: None for k in SCHEMA_KEYS}, "skipped": mem0_why}
                     continue
                 python = mem0_py if name == "mem0" else None
-                b = self._run(self._spec(system=name, size=size), python=python) or {}
+                b = self._run(self._spec(system=name, size=size, paired=name == "mem0"), python=python) or {}
                 entry["baselines"][name] = {**{k: b.get(k) for k in SCHEMA_KEYS}, "details": b}
             results.append(entry)
         scenarios: dict[str, Any] = {}

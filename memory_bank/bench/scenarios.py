@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from memory_bank.bench.worker import Spec, load_turns, pct, peak_rss_mb, set_threads, timed
+from memory_bank.bench.worker import FORGET_RATE, Spec, load_turns, pct, peak_rss_mb, set_threads, timed
 
 
 def _current_rss_mb() -> float:
@@ -64,9 +64,9 @@ def users(spec: Spec) -> dict[str, Any]:
             (warm if j or cached else cold).append(t)
     rss_after = _current_rss_mb()
 
-    # A forgetting pass over every user: about 1% forgotten (paper mode, seeded).
+    # A forgetting pass over every user (paper mode, seeded), forgetting about FORGET_RATE.
     mean_age = float(np.mean([(turns[-1].at - t.at).days + 1 for t in turns]))
-    bank.config.forgetting.tau = mean_age / 0.01
+    bank.config.forgetting.tau = mean_age / FORGET_RATE
     now = (turns[-1].at + dt.timedelta(days=1)).date().isoformat()
     forget_s, reports = timed(lambda: bank.forget(None, now=now, mode="paper", seed=0))
     bank.close()
@@ -138,9 +138,13 @@ def forget_million(spec: Spec) -> dict[str, Any]:
     now = day_str[span - 1]
     anchors = np.where(recalled, np.minimum(days + recall_after, span - 1), days)
     mean_age = float(np.mean(span - 1 - anchors) / np.mean(strengths))
-    bank.config.forgetting.tau = mean_age / 0.01
     read_s, cols = timed(lambda: bank.storage.forget_columns(rec.id, RETRIEVABLE_KINDS))
+    bank.config.forgetting.tau = mean_age / FORGET_RATE
     forget_s, report = timed(lambda: bank.forget("big", now=now, mode="paper", seed=0))
+    # The same pass forgetting ten times as many, the next day (stress: writes grow with it).
+    bank.config.forgetting.tau = mean_age / (10 * FORGET_RATE)
+    later = day_str[span]
+    stress_s, stress = timed(lambda: bank.forget("big", now=later, mode="paper", seed=0))
     out: dict[str, Any] = {
         "memories": n,
         "build_s": build_s,
@@ -148,6 +152,8 @@ def forget_million(spec: Spec) -> dict[str, Any]:
         "forget_s": forget_s,
         "forgotten": len(report["big"].forgotten),
         "examined": report["big"].examined,
+        "forget_10x_s": stress_s,
+        "forgotten_10x": len(stress["big"].forgotten),
     }
     if spec.get("generic_path"):
         out["generic_path_read_s"], _ = timed(

@@ -23,6 +23,10 @@ from memory_bank.bench.data import Turn, synth_vectors
 
 Spec = dict[str, Any]
 
+#: Share of memories a benchmarked forgetting pass forgets: a daily pass in a store that gains
+#: as many memories as it loses (0.1%: 1,000 of a million). ``forget_million`` adds a 1% pass.
+FORGET_RATE = 0.001
+
 
 def pct(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if len(values) else float("nan")
@@ -202,6 +206,46 @@ def _import(system: Any, name: str, imports: list[Turn], spec: Spec) -> dict[str
     return {"import_turns_per_s": done[0] / (time.perf_counter() - start), "import_n": done[0]}
 
 
+def _paired(
+    spec: Spec, other: Any, turns: list[Turn], vectors: np.ndarray, queries: list[str], adds: list[Turn]
+) -> dict[str, Any]:
+    """MemoryBank and another system in the same process, queries and adds interleaved one by
+    one (alternating which goes first): a comparison that load on a shared machine cannot tilt."""
+    from memory_bank.bench.systems import MemoryBankSystem
+
+    enc, _ = _encoder(spec)
+    mine = MemoryBankSystem(Path(spec["workdir"]) / f"paired-{spec['size']}", enc)
+    mine.build("u0", turns, vectors)
+    mine.open()
+    mine.search("u0", queries[0], spec["k"])  # load the partition: the restart is measured apart
+    times: dict[str, list[float]] = {"mine": [], "other": []}
+    for r in range(spec["rounds"]):
+        for i, q in enumerate(queries):
+            pair = [("mine", mine), ("other", other)]
+            for key, system in pair if (i + r) % 2 == 0 else pair[::-1]:
+                times[key].append(timed(functools.partial(system.search, "u0", q, spec["k"]))[0])
+    add_times: dict[str, list[float]] = {"mine": [], "other": []}
+    start = time.perf_counter()
+    for i, t in enumerate(adds):
+        pair = [("mine", mine), ("other", other)]
+        for key, system in pair if i % 2 == 0 else pair[::-1]:
+            add_times[key].append(timed(functools.partial(system.add, "u0", t))[0])
+        if time.perf_counter() - start > spec["budget_s"] and i >= 2:
+            break
+    mine.close()
+    out = {
+        "memorybank_search_ms_p50": pct(times["mine"], 50) * 1000,
+        "other_search_ms_p50": pct(times["other"], 50) * 1000,
+        "memorybank_add_ms_p50": pct(add_times["mine"], 50) * 1000,
+        "other_add_ms_p50": pct(add_times["other"], 50) * 1000,
+        "searches": len(times["mine"]),
+        "adds": len(add_times["mine"]),
+    }
+    out["search_ratio"] = out["memorybank_search_ms_p50"] / out["other_search_ms_p50"]
+    out["add_speedup"] = out["other_add_ms_p50"] / out["memorybank_add_ms_p50"]
+    return out
+
+
 def measure(spec: Spec) -> dict[str, Any]:
     """Every per-size figure of one system (see the runner's docstring for what each means)."""
     from memory_bank.bench.systems import remove, turn_memories
@@ -261,10 +305,10 @@ def measure(spec: Spec) -> dict[str, Any]:
     if name == "langchain":
         out["persist_s"], _ = timed(system.persist)
 
-    # Forgetting pass (Ebbinghaus, paper mode, seeded): tau set so that about 1% is forgotten.
+    # Forgetting pass (Ebbinghaus, paper mode, seeded), tau set to forget about FORGET_RATE.
     mean_age = float(np.mean([(adds[0].at - t.at).days for t in turns])) or 1.0
     now = adds[-1].at.date().isoformat()
-    took, forgotten = timed(functools.partial(system.forget, "u0", now, mean_age / 0.01))
+    took, forgotten = timed(functools.partial(system.forget, "u0", now, mean_age / FORGET_RATE))
     out["forget_s"] = took if forgotten is not None else None
     out["forgotten"] = forgotten
 
@@ -278,6 +322,8 @@ def measure(spec: Spec) -> dict[str, Any]:
         enc_s, _ = timed(functools.partial(enc.inner.encode, texts))
         out["encoder_turns_per_s"] = len(texts) / enc_s
     out.update(_import(system, name, imports, {**spec, "size": n}))
+    if spec.get("paired"):
+        out["paired"] = _paired(spec, system, turns, vectors, queries, adds[len(adds) // 2 :])
     if out["encoder_turns_per_s"]:
         out["import_vs_encoder"] = out["import_turns_per_s"] / out["encoder_turns_per_s"]
         if name == "memorybank":
@@ -294,7 +340,7 @@ def measure(spec: Spec) -> dict[str, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     spec = json.loads(Path(args[0]).read_text(encoding="utf-8"))
-    if spec["system"] == "mem0":
+    if spec.get("system") == "mem0":
         from memory_bank.bench.mem0_system import prepare_env
 
         prepare_env(Path(spec["workdir"]))
