@@ -48,13 +48,22 @@ class RetrievalConfig(_Strict):
 
     top_k: int = Field(2, ge=1, le=1000)
     dense_weight: float = Field(1.0, ge=0)
-    lexical_weight: float = Field(0.2, ge=0, description="weight of BM25 (scaled to 0..1 per query)")
+    lexical_weight: float = Field(0.4, ge=0, description="weight of BM25 (scaled to 0..1 per query)")
     date_weight: float = Field(0.5, ge=0, description="bonus for memories on a day the query names")
+    month_weight: float = Field(
+        0.3, ge=0, description="bonus for memories in a month the query names without a day"
+    )
+    day_weight: float = Field(
+        0.15,
+        ge=0,
+        description="share of the day's evidence (mean of its best candidates) added to each memory",
+    )
+    day_top: int = Field(3, ge=1, description="best candidates of a day averaged into its evidence")
     prev_turn_weight: float = Field(
-        0.7, ge=0, le=1, description="how far a turn is lifted towards a higher-scoring previous turn"
+        0.6, ge=0, le=1, description="how far a turn is lifted towards a higher-scoring previous turn"
     )
     next_turn_weight: float = Field(
-        0.2, ge=0, le=1, description="how far a turn is lifted towards a higher-scoring next turn"
+        0.45, ge=0, le=1, description="how far a turn is lifted towards a higher-scoring next turn"
     )
     candidates: int = Field(
         64, ge=1, description="candidates taken from each of the dense and lexical rankings"

@@ -342,6 +342,11 @@ class Partition:
             return np.zeros(0, dtype=np.int64)
         return np.sort(np.concatenate([np.asarray(p, dtype=np.int64) for p in found]))
 
+    def positions_in_months(self, months: Iterable[str]) -> np.ndarray:
+        """Positions (ascending) of the memories dated in any of ``months`` (``YYYY-MM``)."""
+        wanted = set(months)
+        return self.positions_on([d for d in self._by_day if d[:7] in wanted])
+
     # -- dense search -------------------------------------------------------------------------
     def _xb(self) -> np.ndarray:
         n = len(self)

@@ -212,26 +212,21 @@ def has_cjk(text: str) -> bool:
     return _CJK_RE.search(text) is not None
 
 
-MONTHS = {
-    m: i + 1
-    for i, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ]
-    )
-    for m in names
-}
+_MONTH_NAMES = (  # full name first, then abbreviations
+    ("january", "jan"),
+    ("february", "feb"),
+    ("march", "mar"),
+    ("april", "apr"),
+    ("may",),
+    ("june", "jun"),
+    ("july", "jul"),
+    ("august", "aug"),
+    ("september", "sep", "sept"),
+    ("october", "oct"),
+    ("november", "nov"),
+    ("december", "dec"),
+)
+MONTHS = {m: i + 1 for i, names in enumerate(_MONTH_NAMES) for m in names}
 _MONTH_ALT = "|".join(sorted(MONTHS, key=len, reverse=True))
 _EN_MONTH_DAY = re.compile(rf"\b({_MONTH_ALT})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s*(\d{{4}}))?", re.I)
 _EN_DAY_MONTH = re.compile(
@@ -278,6 +273,31 @@ def dates_in(text: str, *, now: dt.date | None = None, years: tuple[int, ...] = 
         for m in _RELATIVE_RE.finditer(text):
             found.append(now - dt.timedelta(days=_RELATIVE[m.group(0).lower()]))
     return list(dict.fromkeys(found))
+
+
+_FULL_MONTHS = "|".join(names[0] for names in _MONTH_NAMES)
+_EN_IN_MONTH = re.compile(
+    rf"\b(?:in|during|of|since|by|early|late|mid|end of)\s+({_FULL_MONTHS})\b(?:,?\s*(\d{{4}}))?", re.I
+)
+_EN_MONTH_YEAR = re.compile(rf"\b({_FULL_MONTHS}),?\s+(\d{{4}})\b", re.I)
+_ZH_MONTH = re.compile(r"(?:(\d{4})\s*年\s*)?(\d{1,2})\s*月(?!\s*\d{1,2}\s*[日号號])")
+
+
+def months_in(text: str, *, years: tuple[int, ...] = ()) -> set[str]:
+    """Months ``text`` names without a day, as ``YYYY-MM``: "in July", "July 2023", "2023年6月".
+
+    Only full month names count in English, after a preposition or before a year ("I may" is
+    not May). A month without a year is resolved against ``years`` (the years the memories span).
+    """
+    found: set[tuple[int | None, int]] = set()
+    for m in _EN_IN_MONTH.finditer(text):
+        found.add((int(m.group(2)) if m.group(2) else None, MONTHS[m.group(1).lower()]))
+    for m in _EN_MONTH_YEAR.finditer(text):
+        found.add((int(m.group(2)), MONTHS[m.group(1).lower()]))
+    for m in _ZH_MONTH.finditer(text):
+        if 1 <= int(m.group(2)) <= 12:
+            found.add((int(m.group(1)) if m.group(1) else None, int(m.group(2))))
+    return {f"{y:04d}-{month:02d}" for year, month in found for y in ([year] if year else years)}
 
 
 MAX_USER_NAME = 200

@@ -6,7 +6,7 @@ Runs, with the default (packaged) encoders:
 
 1. ``memorybank eval retrieval`` on the paper's probing questions (en, zh) with our labels, and
    on our own set (eval_data/, en and zh), once per ranker: the bank as it is, and the two
-   proposed ranking changes (``--ranker proposed``, ``--ranker proposed-v2``);
+   the measured ranking change not adopted (``--ranker proposed-v2``);
 2. ``memorybank eval locomo`` on the LoCoMo dev file with every system, forgetting off;
 3. the same with ``--forgetting paper`` (the paper's curve and the recommended settings);
 
@@ -71,7 +71,7 @@ def main() -> int:
             if not memory.is_file():
                 print(f"skipping {name}: {memory} not found", file=sys.stderr)
                 continue
-            for ranker in ("bank", "proposed", "proposed-v2"):
+            for ranker in ("bank", "proposed-v2"):
                 stem = out / f"{name}-{ranker}.jsonl"
                 run(["eval", "retrieval", "--memory-file", str(memory), "--questions", str(questions),
                      "--labels", str(labels), "--language", lang, "--k", "10", "--ranker", ranker,
@@ -83,7 +83,7 @@ def main() -> int:
     runs = []
     if locomo.is_file():
         if "locomo" not in skip:
-            runs.append(("locomo-dev", ["--systems", "bm25,dense,ours,ours-tuned,proposed,proposed-v2"]))
+            runs.append(("locomo-dev", ["--systems", "bm25,dense,ours,proposed-v2"]))
         if "forgetting" not in skip:
             runs.append(("locomo-dev-forgetting", ["--systems", "bm25,ours", "--forgetting", "paper"]))
         for stem, extra in runs:

@@ -87,9 +87,9 @@ def _add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--now", help="day the questions are asked (default: the day after the last memory)")
     p.add_argument(
         "--ranker",
-        choices=["bank", "proposed", "proposed-v2"],
+        choices=["bank", "proposed-v2"],
         default="bank",
-        help="bank: MemoryBank.search; proposed, proposed-v2: ranking changes measured in evaluation/variants.py",
+        help="bank: MemoryBank.search; proposed-v2: a ranking change measured in evaluation/variants.py",
     )
     p.add_argument("--cache-dir", help="keep embeddings here between runs")
     _common(p)
@@ -100,7 +100,7 @@ def _add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--systems",
         default="bm25,dense,ours",
-        help="comma-separated: bm25, dense, ours, ours-tuned, proposed, proposed-v2 (forgetting adds two)",
+        help="comma-separated: bm25, dense, ours, proposed-v2 (forgetting adds two)",
     )
     p.add_argument("--conversations", help="only these sample ids (comma-separated)")
     p.add_argument("--cache-dir", help="keep embeddings here between runs")

@@ -5,9 +5,8 @@ Systems by name (``--systems``):
 * ``bm25``: plain BM25 over each turn's own text (the published LoCoMo baseline's setting);
 * ``dense``: plain cosine with the encoder (all-MiniLM-L6-v2 for English, as in the paper);
 * ``ours``: a real MemoryBank with its configuration (defaults, or ``--config``);
-* ``ours-tuned``: the same with proposal 1's retrieval weights (a config change only);
-* ``proposed``, ``proposed-v2``: the two proposed ranking changes
-  (:mod:`memory_bank.evaluation.variants`, measured in the Evaluation section of ``README.md``).
+* ``proposed-v2``: a measured ranking change not adopted in the core
+  (:mod:`memory_bank.evaluation.variants`, see the Evaluation section of ``README.md``).
 
 With ``--forgetting paper`` two more run: ``ours+forgetting(paper)``, the paper's curve as
 published (tau = 1 day, stochastic passes), and ``ours+forgetting``, the settings given by the
@@ -38,12 +37,10 @@ PAPER_FORGETTING: dict[str, Any] = {"mode": "paper", "tau": 1.0, "policy": "stoc
 SYSTEM_NOTES = {
     "bm25": "BM25 over each turn's own text (the bank's CJK-aware tokenizer), no dense part",
     "dense": "cosine between the question and each turn's own text, no lexical part",
-    "ours": "MemoryBank.search with the bank's configuration (hybrid dense + BM25 + date hint + neighbour lifting)",
-    "ours-tuned": "MemoryBank.search with lexical_weight 0.35, prev/next_turn_weight 0.6/0.3 (config only)",
-    "proposed": "proposed core change 1 (evaluation/variants.py): "
-    + "lexical 0.35, prev/next 0.6/0.3, day evidence 0.25, month hint 0.3",
-    "proposed-v2": "proposed core change 2: change 1's hints + own-text vectors with composed in-context "
-    + "similarity, lexical 0.5, prev/next 0.3/0.3, day 0.5",
+    "ours": "MemoryBank.search with the bank's configuration "
+    + "(hybrid dense + BM25 + date/month hints + day evidence + neighbour lifting)",
+    "proposed-v2": "a ranking change not adopted (evaluation/variants.py): own-text vectors with composed "
+    + "in-context similarity, lexical 0.5, prev/next 0.3/0.3, day evidence 0.5, month hint 0.3",
 }
 
 
@@ -60,21 +57,11 @@ def _systems(names: list[str], encoder: Any, args: argparse.Namespace, language:
             out.append(DenseSystem(encoder))
         elif name == "ours":
             out.append(MemoryBankSystem(encoder, name="ours", language=language, retrieval=retrieval))
-        elif name == "ours-tuned":
-            out.append(
-                MemoryBankSystem(
-                    encoder,
-                    name="ours-tuned",
-                    language=language,
-                    retrieval={**retrieval, **PROPOSALS["proposed"].retrieval},
-                )
-            )
         elif name in PROPOSALS:
             out.append(ProposedSystem(encoder, name=name))
         else:
             raise InvalidInputError(
-                f"unknown system {name!r} in --systems; use bm25, dense, ours, ours-tuned, "
-                + ", ".join(PROPOSALS)
+                f"unknown system {name!r} in --systems; use bm25, dense, ours, " + ", ".join(PROPOSALS)
             )
     return out
 

@@ -176,7 +176,7 @@ def retrieve_proposed(
     encoder: Any,
     *,
     now: str,
-    proposal: str = "proposed",
+    proposal: str = "proposed-v2",
 ) -> list[dict[str, Any]]:
     """Like :func:`retrieve`, ranked by a proposal of :mod:`memory_bank.evaluation.variants` (no store)."""
     import datetime as dt

@@ -1,20 +1,15 @@
-"""A candidate change to the bank's ranking, measured here before it is proposed for the core.
+"""A ranking change measured here and not adopted in the core (yet).
 
-:func:`rank_v2` is :func:`memory_bank.retrieval.rank` with four changes, each switchable (see
-the Evaluation section of ``README.md`` for the figures behind each):
-
-1. **Own-text and in-context similarity.** The bank embeds a turn *with* the reply before it
-   (``index_text``), which finds short answers ("Gulangyu, I loved it") but also gives the turn
-   after a matching one the same similarity as the match. Here each turn is embedded by its own
-   text only, and its in-context similarity is composed from the vectors already stored:
-   ``cos(q, normalise(v_turn + v_previous_turn))``, so nothing is embedded twice. The dense score
-   is ``own_weight * own + (1 - own_weight) * in_context``.
-2. **Day evidence.** A turn gains ``day_weight`` times the mean of the best ``day_top`` base
-   scores among the candidates on its day: a day that matches the question as a whole (the
-   role a daily event summary plays in the paper) lifts all its relevant turns.
-3. **Month hints.** A memory in a month the query names without a day ("in July 2023",
-   "2023年6月") gains ``month_weight`` (the bank's date hint only knows whole days).
-4. **Weights.** Other lexical and neighbour weights (config values), see :data:`PROPOSALS`.
+:func:`rank_v2` is :func:`memory_bank.retrieval.rank` with the bank's date/month hints and day
+evidence, plus **own-text and in-context similarity**: the bank embeds a turn *with* the reply
+before it (``index_text``), which finds short answers ("Gulangyu, I loved it") but also gives
+the turn after a matching one the same similarity as the match. Here each turn is embedded by
+its own text only, and its in-context similarity is composed from the vectors already stored:
+``cos(q, normalise(v_turn + v_previous_turn))``, so nothing is embedded twice. The dense score
+is ``own_weight * own + (1 - own_weight) * in_context``. With other weights (:data:`PROPOSALS`)
+it reaches a higher LoCoMo recall than the bank, but costs hit@2 on the paper's English
+questions, and adopting it means storing vectors of a different text (a re-embed of every
+store); see the Evaluation section of ``README.md`` for the figures.
 
 :class:`ProposedSystem` runs it as a benchmark system (see :mod:`memory_bank.evaluation.benchmark`)
 and :func:`rank_memories` on any list of memories (the paper's questions, ``eval_data/``).
@@ -24,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,7 +29,7 @@ from memory_bank.embeddings import Encoder
 from memory_bank.index import Partition
 from memory_bank.records import Memory, index_text
 from memory_bank.storage import VectorBatch
-from memory_bank.text import dates_in, tokenize
+from memory_bank.text import dates_in, months_in, tokenize
 
 #: Retrieval weights that suit LoCoMo best (config keys of :class:`RetrievalConfig`); on the
 #: paper's English questions they cost hit@2 (see README.md, Evaluation).
@@ -53,50 +47,6 @@ class V2Settings:
     own_text: bool = True
 
 
-_MONTH_NAMES = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-]
-_EN_MONTH = re.compile(
-    r"\b(?:in|during|of|since|by|early|late|mid|end of)\s+("
-    + "|".join(_MONTH_NAMES)
-    + r")\b(?:,?\s*(\d{4}))?",
-    re.I,
-)
-_EN_MONTH_YEAR = re.compile(r"\b(" + "|".join(_MONTH_NAMES) + r"),?\s+(\d{4})\b", re.I)
-_ZH_MONTH = re.compile(r"(?:(\d{4})\s*年\s*)?(\d{1,2})\s*月(?!\s*\d{1,2}\s*[日号號])")
-
-
-def months_in(text: str, years: Sequence[int]) -> set[str]:
-    """Months a query names without a day ("in July", "July 2023", "5月"), as ``YYYY-MM``.
-
-    A month without a year is resolved against ``years`` (the years the memories span).
-    """
-    found: set[tuple[int | None, int]] = set()
-    for m in _EN_MONTH.finditer(text):
-        found.add((int(m.group(2)) if m.group(2) else None, _MONTH_NAMES.index(m.group(1).lower()) + 1))
-    for m in _EN_MONTH_YEAR.finditer(text):
-        found.add((int(m.group(2)), _MONTH_NAMES.index(m.group(1).lower()) + 1))
-    for m in _ZH_MONTH.finditer(text):
-        if 1 <= int(m.group(2)) <= 12:
-            found.add((int(m.group(1)) if m.group(1) else None, int(m.group(2))))
-    out = set()
-    for year, month in found:
-        for y in [year] if year else years:
-            out.add(f"{y:04d}-{month:02d}")
-    return out
-
-
 @dataclasses.dataclass(frozen=True)
 class Proposal:
     """A measured ranking change: config weights plus :class:`V2Settings`."""
@@ -108,12 +58,6 @@ class Proposal:
 
 #: The changes measured in README.md (Evaluation), by system name.
 PROPOSALS: dict[str, Proposal] = {
-    # Safe: the bank's vectors as they are; new weights, day evidence and month hints.
-    "proposed": Proposal(
-        {"lexical_weight": 0.35, "prev_turn_weight": 0.6, "next_turn_weight": 0.3},
-        V2Settings(own_text=False, own_weight=1.0, day_weight=0.25, month_weight=0.3),
-        "bank ranking + lexical 0.35, prev/next 0.6/0.3, day evidence 0.25, month hint 0.3",
-    ),
     # Best on LoCoMo: also embed each turn's own text and compose the in-context similarity.
     "proposed-v2": Proposal(
         dict(PROPOSED_CONFIG),
@@ -160,7 +104,7 @@ def rank_v2(
 
     if v2.month_weight > 0:
         years = tuple(sorted({int(d[:4]) for d in part.dates}, reverse=True))
-        months = months_in(query, years)
+        months = months_in(query, years=years)
         if months:
             in_month = np.fromiter((d[:7] in months for d in part.dates), dtype=bool, count=n)
             date_bonus[in_month & (date_bonus == 0)] = v2.month_weight
@@ -171,6 +115,10 @@ def rank_v2(
     if not len(cand):
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
 
+    around = {q for p in cand.tolist() for q in part.neighbours(int(p)) if q is not None}
+    if allowed_kinds is not None:
+        around = {q for q in around if part.kinds[q] in allowed_kinds}
+    cand = np.unique(np.concatenate([cand, np.asarray(sorted(around), dtype=np.int64)]))
     nbrs = {int(p): part.neighbours(int(p)) for p in cand}
     extra = [q for pair in nbrs.values() for q in pair if q is not None]
     need = np.unique(np.concatenate([cand, np.asarray(extra, dtype=np.int64)]))
@@ -269,11 +217,11 @@ class ProposedSystem:
         self,
         encoder: Encoder,
         *,
-        name: str = "proposed",
+        name: str = "proposed-v2",
         retrieval: dict[str, Any] | None = None,
         v2: V2Settings | None = None,
     ) -> None:
-        proposal = PROPOSALS.get(name, PROPOSALS["proposed"])
+        proposal = PROPOSALS.get(name, PROPOSALS["proposed-v2"])
         self.encoder = encoder
         self.name = name
         self.cfg = RetrievalConfig(**{**proposal.retrieval, **(retrieval or {})})
