@@ -267,6 +267,8 @@ class Partition:
         # looking the neighbours up in _by_day_turn at query time (duplicates included).
         self._holders: dict[tuple[str, int], list[int]] = {}
         self._nbrs = np.zeros((0, 2), dtype=np.int64)  # previous, next turn position; -1: none
+        self._day_ids = np.zeros(0, dtype=np.int32)  # per position: its day, numbered as first seen
+        self._day_number: dict[str, int] = {}
         self._n = 0
         self.lock = threading.RLock()
 
@@ -306,14 +308,18 @@ class Partition:
         by_day, by_day_turn = self._by_day, self._by_day_turn
         self._nbrs = _grow(self._nbrs, start + len(batch.rowids))
         nbrs = self._nbrs
+        self._day_ids = _grow(self._day_ids, start + len(batch.rowids))
+        day_ids, day_number = self._day_ids, self._day_number
         for i, (kind, day, turn) in enumerate(zip(batch.kinds, batch.dates, batch.turns, strict=True)):
             pos = start + i
             positions = by_day.get(day)
             if positions is None:
                 by_day[day] = [pos]
                 self._years.add(int(day[:4]))
+                day_number[day] = len(day_number)
             else:
                 positions.append(pos)
+            day_ids[pos] = day_number[day]
             nbrs[pos] = -1
             if kind == "turn" and turn is not None:
                 t = int(turn)
@@ -341,6 +347,10 @@ class Partition:
         if not found:
             return np.zeros(0, dtype=np.int64)
         return np.sort(np.concatenate([np.asarray(p, dtype=np.int64) for p in found]))
+
+    def day_ids(self, positions: np.ndarray) -> np.ndarray:
+        """A number per position, equal for memories of the same day (``int32``)."""
+        return self._day_ids[positions]
 
     def positions_in_months(self, months: Iterable[str]) -> np.ndarray:
         """Positions (ascending) of the memories dated in any of ``months`` (``YYYY-MM``)."""

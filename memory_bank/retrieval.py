@@ -123,7 +123,7 @@ def rank(
 
 def _day_evidence(part: Partition, positions: np.ndarray, scores: np.ndarray, top: int) -> np.ndarray:
     """For each position, the mean of the ``top`` best ``scores`` among ``positions`` on its day."""
-    _, day = np.unique(np.asarray([part.dates[p] for p in positions.tolist()]), return_inverse=True)
+    _, day = np.unique(part.day_ids(positions), return_inverse=True)
     order = np.lexsort((-scores, day))  # by day, best first within a day
     grouped = day[order]
     starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
