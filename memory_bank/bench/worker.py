@@ -272,6 +272,8 @@ def measure(spec: Spec) -> dict[str, Any]:
         embed = system.embed
     else:
         embed = enc.inner.encode
+    # onnx / torch for sentence-transformers models (mem0 embeds with its own PyTorch embedder)
+    out["encoder_backend"] = "torch" if enc is None else getattr(enc.inner, "backend", "numpy")
     out["rss_model_mb"] = peak_rss_mb()
     out["build_s"], _ = timed(functools.partial(system.build, "u0", turns, vectors))
 
