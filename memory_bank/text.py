@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 import itertools
 import re
 import unicodedata
@@ -195,16 +196,25 @@ def _stem(word: str) -> str:
     return word
 
 
+@functools.lru_cache(maxsize=1 << 17)
+def _word_token(word: str) -> str | None:
+    """The index token of a non-CJK word, ``None`` for a stop word (cached: words repeat, and
+    rebuilding a partition tokenises every memory)."""
+    return None if word in _EN_STOP else _stem(word)
+
+
 def tokenize(text: str) -> list[str]:
     """Index tokens of ``text`` (English and CJK; see the module docstring)."""
     tokens: list[str] = []
     for run in _TOKEN_RE.findall(unicodedata.normalize("NFKC", text).lower()):
-        if _CJK_RE.match(run):
+        if run.isascii() or not _CJK_RE.match(run):
+            token = _word_token(run)
+            if token is not None:
+                tokens.append(token)
+        else:
             chars = [c for c in run]
             tokens.extend(c for c in chars if c not in _ZH_STOP)
             tokens.extend(a + b for a, b in itertools.pairwise(chars))
-        elif run not in _EN_STOP:
-            tokens.append(_stem(run))
     return tokens
 
 
