@@ -225,35 +225,23 @@ _COLUMNS = (
 
 
 def _day_numbers(packed: str | None, n: int) -> np.ndarray | None:
-    """Day numbers of ``n`` concatenated ``YYYY-MM-DD`` strings, or ``None`` if any is not one
-    (including impossible days such as 2023-02-30)."""
+    """Days since 1970-01-01 of ``n`` concatenated ``YYYY-MM-DD`` dates, or ``None`` if any is
+    not exactly such a valid date (the caller then takes the generic path)."""
     if packed is None or len(packed) != 10 * n or not packed.isascii():
         return None
-    chars = np.frombuffer(packed.encode("ascii"), dtype=np.uint8).reshape(n, 10)
+    raw = packed.encode("ascii")
+    chars = np.frombuffer(raw, dtype=np.uint8).reshape(n, 10)
     if (chars[:, 4] != ord("-")).any() or (chars[:, 7] != ord("-")).any():
         return None
-    digits = chars[:, [0, 1, 2, 3, 5, 6, 8, 9]] - np.uint8(ord("0"))  # a non-digit wraps past 9
-    if (digits > 9).any():
+    if ((chars[:, [0, 1, 2, 3, 5, 6, 8, 9]] - np.uint8(ord("0"))) > 9).any():  # a non-digit wraps past 9
         return None
-    d = digits.astype(np.int32)
-    year = d[:, 0] * 1000 + d[:, 1] * 100 + d[:, 2] * 10 + d[:, 3]
-    month = d[:, 4] * 10 + d[:, 5]
-    day = d[:, 6] * 10 + d[:, 7]
-    if (year < 1).any() or (month < 1).any() or (month > 12).any() or (day < 1).any():
+    if (chars[:, :4] == ord("0")).all(axis=1).any():  # year 0000: not a date in Python
         return None
-    leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
-    if (day > _MONTH_DAYS[month] + ((month == 2) & leap)).any():
+    try:  # numpy's ISO parser, in C; rejects month 13, February 30th and the like
+        days = np.frombuffer(raw, dtype="S10").astype("datetime64[D]")
+    except ValueError:
         return None
-    # Days from the civil date (H. Hinnant's algorithm), in integers: March-based years.
-    y = year - (month <= 2)
-    era = y // 400
-    yoe = y - era * 400
-    doy = (153 * (month + np.where(month > 2, -3, 9)) + 2) // 5 + day - 1
-    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
-    return (era * 146097 + doe - 719468).astype(np.int64)
-
-
-_MONTH_DAYS = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int32)
+    return days.astype(np.int64)
 
 
 class SQLiteStorage(Storage):

@@ -204,3 +204,20 @@ def test_neighbours_match_a_lookup_at_query_time_even_with_duplicate_turns() -> 
     assert [(p if p >= 0 else None, n if n >= 0 else None) for p, n in zip(prev.tolist(), nxt.tolist(), strict=True)] == [
         part.neighbours(p) for p in range(len(rows))
     ]
+
+
+def test_packed_dates_parse_like_the_generic_path() -> None:
+    import datetime as dt
+
+    from memory_bank.forgetting import day_number
+    from memory_bank.storage import _day_numbers
+
+    rng = np.random.default_rng(3)
+    days = [dt.date(1, 1, 1) + dt.timedelta(days=int(d)) for d in rng.integers(0, 3_650_000, 2000)]
+    days += [dt.date(2024, 2, 29), dt.date(1969, 12, 31), dt.date(1970, 1, 1), dt.date(9999, 12, 31)]
+    iso = [d.isoformat() for d in days]
+    assert _day_numbers("".join(iso), len(iso)).tolist() == [day_number(s) for s in iso]  # type: ignore[union-attr]
+    for bad in ["2023-02-30", "2023-13-01", "2023-00-10", "2023-01-00", "0000-01-01", "2023-1-010",
+                "2023/01/01", "2023-01-0x", "２０２３-01-01", "2023-01-01T1"]:
+        assert _day_numbers("2023-01-01" + bad, 2) is None, bad
+    assert _day_numbers(None, 1) is None and _day_numbers("2023-01-01", 2) is None
