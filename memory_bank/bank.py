@@ -203,9 +203,21 @@ class MemoryBank:
         return self.storage.vectors(user_id, self.encoder_name, RETRIEVABLE_KINDS, after_rowid)
 
     # -- writing ------------------------------------------------------------------------------
-    def add_turn(self, user: str, query: str, response: str = "", *, at: When = None) -> Memory:
-        """Store one dialog turn with the time it happened (default: now); searchable at once."""
+    def add_turn(
+        self, user: str, query: str, response: str = "", *, at: When = None, memory_id: str | None = None
+    ) -> Memory:
+        """Store one dialog turn with the time it happened (default: now); searchable at once.
+
+        ``memory_id`` (optional, e.g. the chat message's UUID) makes a retried add idempotent: if
+        the user already has a memory with this id, it is returned and nothing is stored again.
+        """
         validate_user(user)
+        if memory_id is not None and (
+            not isinstance(memory_id, str) or not memory_id.strip() or memory_id.endswith("{turn}")
+        ):
+            raise InvalidInputError(
+                f"memory_id must be a non-empty string not ending in '{{turn}}', got {memory_id!r}"
+            )
         _check_text(query, "query")
         _check_text(response, "response", allow_empty=True)
         when = _as_datetime(at, self.clock)
@@ -216,7 +228,7 @@ class MemoryBank:
         context = previous.response if previous is not None and previous.response else None
         vector = self._embed([index_text(text, context)])[0]
         memory = Memory(
-            memory_id=f"{rec.name}_{day}_{{turn}}",
+            memory_id=memory_id if memory_id is not None else f"{rec.name}_{day}_{{turn}}",
             user=rec.name,
             kind=MemoryKind.TURN,
             date=day,

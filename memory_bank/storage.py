@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from memory_bank.errors import StoreError, UserNotFoundError
+from memory_bank.errors import InvalidInputError, StoreError, UserNotFoundError
 from memory_bank.records import Memory, MemoryKind, index_text
 
 logger = logging.getLogger(__name__)
@@ -216,6 +216,19 @@ _MIGRATIONS: dict[int, str] = {}
 
 def _statements(script: str) -> list[str]:
     return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def same_content(m: Memory, row: Sequence[Any]) -> bool:
+    """Whether a stored row (kind, date, turn, text, query, response) is the memory ``m``: a
+    retried add carries the same content; a different memory under the same id is a conflict."""
+    return (row[0], row[1], row[2], row[3], row[4], row[5]) == (
+        m.kind.value,
+        m.date,
+        m.turn,
+        m.text,
+        m.query,
+        m.response,
+    )
 
 
 _COLUMNS = (
@@ -457,8 +470,20 @@ class SQLiteStorage(Storage):
         )
 
     def add_turn(self, user_id: int, memory: Memory, vector: np.ndarray | None, encoder: str) -> Memory:
-        """Append a turn, numbering it after the day's existing turns inside the write lock."""
+        """Append a turn, numbering it after the day's existing turns inside the write lock.
+
+        ``memory.memory_id`` ending in ``{turn}`` is a template filled with the turn number. Any
+        other id is an idempotency key: if the user already has a memory with that id (a retried
+        add), it is returned unchanged and nothing is written.
+        """
         with self._write() as c:
+            if not memory.memory_id.endswith("{turn}"):
+                found = c.execute(
+                    f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND memory_id = ?",
+                    (user_id, memory.memory_id),
+                ).fetchone()
+                if found is not None:
+                    return self._memory(memory.user, found)
             row = c.execute(
                 "SELECT MAX(turn) FROM memories WHERE user_id = ? AND kind = 'turn' AND date = ?",
                 (user_id, memory.date),
@@ -479,15 +504,36 @@ class SQLiteStorage(Storage):
     def add_memories(
         self, user_id: int, memories: Sequence[Memory], vectors: np.ndarray | None, encoder: str
     ) -> list[int]:
+        """Insert memories in one transaction. A memory whose id the user already has with the
+        same content (a retried batch) is not inserted again: its stored rowid is returned. The
+        same id with different content is an :class:`InvalidInputError`."""
         rowids: list[int] = []
+        fresh: list[int] = []  # positions of the memories inserted now
         with self._write() as c:
-            for m in memories:
-                cur = c.execute(self._INSERT, self._row(m, user_id))
-                m.rowid = int(cur.lastrowid or 0)
+            for i, m in enumerate(memories):
+                cur = c.execute(
+                    self._INSERT + " ON CONFLICT (user_id, memory_id) DO NOTHING", self._row(m, user_id)
+                )
+                if cur.rowcount == 1:
+                    m.rowid = int(cur.lastrowid or 0)
+                    fresh.append(i)
+                else:
+                    row = c.execute(
+                        "SELECT id, kind, date, turn, text, query, response FROM memories "
+                        "WHERE user_id = ? AND memory_id = ?",
+                        (user_id, m.memory_id),
+                    ).fetchone()
+                    if not same_content(m, row[1:]):
+                        raise InvalidInputError(
+                            f"memory id {m.memory_id!r} already exists for this user with different "
+                            "content; give the new memory another id"
+                        )
+                    m.rowid = int(row[0])
                 rowids.append(m.rowid)
-            if vectors is not None and len(rowids):
-                self._put_vectors(c, rowids, vectors, encoder)
-            self._bump(c, user_id, epoch=False)
+            if vectors is not None and fresh:
+                self._put_vectors(c, [rowids[i] for i in fresh], np.asarray(vectors)[fresh], encoder)
+            if fresh:
+                self._bump(c, user_id, epoch=False)
         return rowids
 
     def upsert_memory(self, user_id: int, memory: Memory, vector: np.ndarray | None, encoder: str) -> Memory:
@@ -650,8 +696,11 @@ class SQLiteStorage(Storage):
         if not rowids:
             return
         with self._write() as c:
+            # The recall date only moves forward: a recall of yesterday committing after one of
+            # today (another server, a replay) must not turn the forgetting clock back.
             c.executemany(
-                "UPDATE memories SET strength = strength + 1, last_recall_date = ? WHERE id = ? AND user_id = ?",
+                "UPDATE memories SET strength = strength + 1, "
+                "last_recall_date = max(COALESCE(last_recall_date, ''), ?) WHERE id = ? AND user_id = ?",
                 [(date, int(r), user_id) for r in rowids],
             )
 

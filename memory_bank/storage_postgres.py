@@ -51,7 +51,7 @@ import numpy as np
 from memory_bank.errors import InvalidInputError, StoreError, UserNotFoundError
 from memory_bank.postgres_db import PostgresDatabase
 from memory_bank.records import Memory, MemoryKind, index_text
-from memory_bank.storage import SCHEMA_VERSION, Storage, UserRecord, VectorBatch
+from memory_bank.storage import SCHEMA_VERSION, Storage, UserRecord, VectorBatch, same_content
 
 if TYPE_CHECKING:
     import psycopg
@@ -145,19 +145,6 @@ def _memory(user: str, row: Sequence[Any]) -> Memory:
         stale=bool(row[12]),
         extra=json.loads(row[13]),
         context=row[14],
-    )
-
-
-def _same_content(m: Memory, row: Sequence[Any]) -> bool:
-    """Whether a stored row (kind, date, turn, text, query, response) is the memory ``m``: a
-    retried add carries the same content; a different memory under the same id is a conflict."""
-    return (row[0], row[1], row[2], row[3], row[4], row[5]) == (
-        m.kind.value,
-        m.date,
-        m.turn,
-        m.text,
-        m.query,
-        m.response,
     )
 
 
@@ -477,7 +464,7 @@ class PostgresStorage(Storage):
                     if rowids[i]:
                         continue
                     row = stored[m.memory_id]
-                    if not _same_content(m, row[1:]):
+                    if not same_content(m, row[1:]):
                         raise InvalidInputError(
                             f"memory id {m.memory_id!r} already exists for this user with different "
                             "content; give the new memory another id"

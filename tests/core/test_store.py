@@ -199,3 +199,17 @@ def test_changing_encoder_reembeds_only_what_lacks_a_vector(make_bank, tmp_path)
     assert other.search("Ann", "jazz", k=1)
     assert other.reembed() == 0
     other.close()
+
+
+def test_a_retried_turn_with_a_message_id_is_stored_once(make_bank) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank()
+    first = bank.add_turn("Ann", "I adopted a cat named Miso.", "Lovely!", at="2023-05-01T10:00", memory_id="m-1")
+    again = bank.add_turn("Ann", "I adopted a cat named Miso.", "Lovely!", at="2023-05-01T10:00", memory_id="m-1")
+    assert (again.rowid, again.memory_id, again.turn) == (first.rowid, "m-1", 0)
+    nxt = bank.add_turn("Ann", "Miso sleeps all day.", "Cats do.", at="2023-05-01T10:05")
+    assert nxt.turn == 1
+    assert [m.memory_id for m, _ in bank.memories("Ann")] == ["m-1", nxt.memory_id]
+    assert len(bank.search("Ann", "What is my cat called?", k=5)) == 2  # indexed once
+    for bad in ["", "  ", "x_{turn}"]:
+        with pytest.raises(InvalidInputError, match="memory_id"):
+            bank.add_turn("Ann", "hi", memory_id=bad)

@@ -19,13 +19,6 @@ from tests.storage.test_contract import ENC, full_memory, turn, vec
 
 N = 60
 
-SQLITE_NOT_IDEMPOTENT = pytest.mark.xfail(
-    strict=True,
-    reason="SQLiteStorage raises IntegrityError on a retried add; the core should adopt the "
-    "PostgreSQL store's idempotent path (see docs/postgres.md)",
-)
-
-
 def test_two_servers_reinforcing_one_memory_lose_no_update(stores) -> None:  # type: ignore[no-untyped-def]
     a, b = stores(), stores()
     u = a.ensure_user("Ann").id
@@ -44,12 +37,9 @@ def test_two_servers_reinforcing_one_memory_lose_no_update(stores) -> None:  # t
     assert got.last_recall_date == "2023-05-03"
 
 
-def test_recall_date_only_moves_forward(stores, request) -> None:  # type: ignore[no-untyped-def]
+def test_recall_date_only_moves_forward(stores) -> None:  # type: ignore[no-untyped-def]
     """A server whose recall of yesterday commits after another's recall of today must not move
     the forgetting clock back (PostgreSQL: GREATEST in the UPDATE)."""
-    if stores.backend == "sqlite":
-        request.applymarker(pytest.mark.xfail(strict=True, reason="SQLiteStorage.reinforce overwrites the "
-                                              "recall date; the core should use MAX(last_recall_date, ?)"))
     s = stores()
     u = s.ensure_user("Ann").id
     m = s.add_turn(u, turn("Ann", "2023-05-01", "hiking"), None, ENC)
@@ -79,9 +69,7 @@ def test_concurrent_adds_from_two_servers_number_turns_uniquely(stores) -> None:
     assert rowids == sorted(rowids)  # ids follow the order turns were numbered (commit order)
 
 
-def test_retried_batch_add_is_idempotent(stores, request) -> None:  # type: ignore[no-untyped-def]
-    if stores.backend == "sqlite":
-        request.applymarker(SQLITE_NOT_IDEMPOTENT)
+def test_retried_batch_add_is_idempotent(stores) -> None:  # type: ignore[no-untyped-def]
     s = stores()
     u = s.ensure_user("Ann").id
     batch = [full_memory(1), full_memory(3)]
@@ -98,9 +86,7 @@ def test_retried_batch_add_is_idempotent(stores, request) -> None:  # type: igno
         s.add_memories(u, [clash], None, ENC)
 
 
-def test_retried_turn_with_a_client_id_is_stored_once(stores, request) -> None:  # type: ignore[no-untyped-def]
-    if stores.backend == "sqlite":
-        request.applymarker(SQLITE_NOT_IDEMPOTENT)
+def test_retried_turn_with_a_client_id_is_stored_once(stores) -> None:  # type: ignore[no-untyped-def]
     a, b = stores(), stores()
     u = a.ensure_user("Ann").id
     keyed = Memory(memory_id="msg-7f3a", user="Ann", kind=MemoryKind.TURN, date="2023-05-01", text="hello",
