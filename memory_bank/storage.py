@@ -32,7 +32,7 @@ from memory_bank.records import Memory, MemoryKind, index_text
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_FILENAME = "memorybank.sqlite3"
 
 
@@ -194,14 +194,11 @@ CREATE TABLE IF NOT EXISTS memories (
     stale INTEGER NOT NULL DEFAULT 0,
     extra TEXT NOT NULL DEFAULT '{}',
     context TEXT,
+    forget_key INTEGER GENERATED ALWAYS AS (__FORGET_KEY__) VIRTUAL,
     UNIQUE (user_id, memory_id)
 );
 CREATE INDEX IF NOT EXISTS memories_by_user ON memories (user_id, kind, date, turn);
 CREATE INDEX IF NOT EXISTS memories_by_user_id ON memories (user_id, id);
-CREATE INDEX IF NOT EXISTS memories_forget ON memories (
-    user_id, archived, date, (CASE kind WHEN 'turn' THEN 0 ELSE 1 END), turn, id, kind, strength,
-    last_recall_date
-);
 CREATE TABLE IF NOT EXISTS embeddings (
     memory_rowid INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
     encoder TEXT NOT NULL,
@@ -210,8 +207,33 @@ CREATE TABLE IF NOT EXISTS embeddings (
 );
 """
 
+# What a forgetting pass reads of a memory, in one integer kept in the index below:
+# ``anchor_day * 8192 + strength``, anchor_day counting days since 1970-01-01 from the last recall
+# (else the day the memory was learned). NULL when that does not fit (a strength outside 0-8191
+# or not an integer, a date before 1970 or not a valid day): the pass then reads the rows.
+_FORGET_KEY = (
+    "CASE WHEN typeof(strength) = 'integer' AND strength BETWEEN 0 AND 8191 "
+    "AND date(substr(COALESCE(last_recall_date, date), 1, 10)) = substr(COALESCE(last_recall_date, date), 1, 10) "
+    "AND julianday(substr(COALESCE(last_recall_date, date), 1, 10)) BETWEEN 2440587.5 AND 2702730.5 "
+    "THEN CAST(julianday(substr(COALESCE(last_recall_date, date), 1, 10)) - 2440587.5 AS INTEGER) * 8192 "
+    "+ strength END"
+)
+_SCHEMA = _SCHEMA.replace("__FORGET_KEY__", _FORGET_KEY)
+
+# Created after the migrations (the column it indexes appears in version 2). Its order is the
+# order of ``memories()``, so a forgetting pass draws its random numbers in the same order.
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS memories_forget_key ON memories (
+    user_id, archived, date, (CASE kind WHEN 'turn' THEN 0 ELSE 1 END), turn, id, kind, forget_key
+);
+"""
+
 # Migrations from version N to N+1, applied in order inside one transaction.
-_MIGRATIONS: dict[int, str] = {}
+_MIGRATIONS: dict[int, str] = {
+    # 1 -> 2: the forgetting key (a virtual column: computed by SQLite, kept in its index).
+    1: f"ALTER TABLE memories ADD COLUMN forget_key INTEGER GENERATED ALWAYS AS ({_FORGET_KEY}) VIRTUAL;\n"
+    "DROP INDEX IF EXISTS memories_forget;",
+}
 
 
 def _statements(script: str) -> list[str]:
@@ -235,26 +257,6 @@ _COLUMNS = (
     "id, memory_id, kind, date, turn, query, response, text, timestamp, strength, "
     "last_recall_date, archived, stale, extra, context"
 )
-
-
-def _day_numbers(packed: str | None, n: int) -> np.ndarray | None:
-    """Days since 1970-01-01 of ``n`` concatenated ``YYYY-MM-DD`` dates, or ``None`` if any is
-    not exactly such a valid date (the caller then takes the generic path)."""
-    if packed is None or len(packed) != 10 * n or not packed.isascii():
-        return None
-    raw = packed.encode("ascii")
-    chars = np.frombuffer(raw, dtype=np.uint8).reshape(n, 10)
-    if (chars[:, 4] != ord("-")).any() or (chars[:, 7] != ord("-")).any():
-        return None
-    if ((chars[:, [0, 1, 2, 3, 5, 6, 8, 9]] - np.uint8(ord("0"))) > 9).any():  # a non-digit wraps past 9
-        return None
-    if (chars[:, :4] == ord("0")).all(axis=1).any():  # year 0000: not a date in Python
-        return None
-    try:  # numpy's ISO parser, in C; rejects month 13, February 30th and the like
-        days = np.frombuffer(raw, dtype="S10").astype("datetime64[D]")
-    except ValueError:
-        return None
-    return days.astype(np.int64)
 
 
 class SQLiteStorage(Storage):
@@ -358,6 +360,8 @@ class SQLiteStorage(Storage):
                     for statement in _statements(_MIGRATIONS[version]):
                         c.execute(statement)
                     version += 1
+                for statement in _statements(_INDEXES):
+                    c.execute(statement)
                 c.execute(
                     "INSERT INTO meta(key, value) VALUES ('schema_version', ?) "
                     "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
@@ -765,37 +769,33 @@ class SQLiteStorage(Storage):
         return {int(r[0]): (r[1], MemoryKind(r[2]), r[3]) for r in rows}
 
     def forget_columns(self, user_id: int, kinds: Iterable[MemoryKind]) -> ForgetColumns:
-        """One scan of the ``memories_forget`` index, whose order is the order of
-        :meth:`memories` (so nothing is sorted), with the columns concatenated inside SQLite:
-        about 10x faster than building a :class:`Memory` per row. Rowid and strength travel as
-        one number (``rowid * 8192 + strength``). Anything unusual (a strength outside 0-8191 or
-        not an integer, a date that is not a plain ``YYYY-MM-DD`` day) takes the generic path, so
-        the result is always exactly the generic path's."""
+        """One scan of the ``memories_forget_key`` index, whose order is the order of
+        :meth:`memories` (so nothing is sorted): each row's rowid and forgetting key (anchor day
+        and strength, see ``_FORGET_KEY``, kept in the index) travel as one integer, concatenated
+        inside SQLite; a million memories take about 0.25 s, 20x faster than building a
+        :class:`Memory` per row. If any row has no key (an unusual strength or date), the generic
+        path runs instead, so the result is always exactly the generic path's."""
         ks = [k.value for k in kinds]
-        row = (
-            self._conn()
-            .execute(
-                "SELECT count(*), max((strength & -8192) != 0), group_concat(id * 8192 + strength), "
-                "group_concat(COALESCE(last_recall_date, date), '') "
-                "FROM memories INDEXED BY memories_forget "
-                f"WHERE user_id = ? AND archived = 0 AND kind IN ({','.join('?' * len(ks))})",
-                (user_id, *ks),
-            )
-            .fetchone()
-        )
-        n = int(row[0])
+        conn = self._conn()
+        n, packed_text = conn.execute(
+            "SELECT count(*), group_concat((id << 31) + forget_key) "
+            "FROM memories INDEXED BY memories_forget_key "
+            f"WHERE user_id = ? AND archived = 0 AND kind IN ({','.join('?' * len(ks))})",
+            (user_id, *ks),
+        ).fetchone()
         if n == 0:
             empty = np.zeros(0, dtype=np.int64)
             return ForgetColumns(empty, empty.copy(), np.zeros(0, dtype=np.float64))
-        anchors = _day_numbers(row[3], n)
-        if anchors is None or row[1]:  # a strength outside 0-8191 does not fit the packing
+        biggest = conn.execute("SELECT max(id) FROM memories").fetchone()[0]
+        if packed_text is None or int(biggest) >= 1 << 32:  # rowids must fit in 32 bits
             return super().forget_columns(user_id, kinds)
-        with warnings.catch_warnings():  # a non-integer strength stops the parse early: checked below
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            packed = np.fromstring(row[2], dtype=np.int64, sep=",")
-        if len(packed) != n or row[2].count(",") != n - 1:
+            packed = np.fromstring(packed_text, dtype=np.int64, sep=",")
+        if len(packed) != n:  # group_concat skips the rows whose key is NULL
             return super().forget_columns(user_id, kinds)
-        return ForgetColumns(packed >> 13, anchors, (packed & 8191).astype(np.float64))
+        keys = packed & ((1 << 31) - 1)
+        return ForgetColumns(packed >> 31, keys >> 13, (keys & 8191).astype(np.float64))
 
     def counts(self) -> dict[str, Any]:
         conn = self._conn()

@@ -105,7 +105,9 @@ CREATE TABLE IF NOT EXISTS embeddings (
 # the same keys (a test checks), and _SCHEMA above is always the current version, as in SQLite.
 # Applied in order in one transaction under an advisory lock, so servers starting together
 # migrate once.
-_MIGRATIONS: dict[int, str] = {}
+_MIGRATIONS: dict[int, str] = {
+    1: "",  # 1 -> 2 added SQLite's forgetting key (an index the PostgreSQL store does not use)
+}
 
 _SCHEMA_LOCK = 0x4D42_5343  # pg_advisory_xact_lock key: "MBSC"
 

@@ -206,18 +206,35 @@ def test_neighbours_match_a_lookup_at_query_time_even_with_duplicate_turns() -> 
     ]
 
 
-def test_packed_dates_parse_like_the_generic_path() -> None:
+def test_forgetting_keys_hold_the_anchor_day_and_strength(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The SQLite forgetting key equals the generic path for any day from 1970 on, with a recall
+    date or time or not; a date before 1970 or an odd strength sends the pass to the generic path."""
     import datetime as dt
 
-    from memory_bank.forgetting import day_number
-    from memory_bank.storage import _day_numbers
-
+    bank = MemoryBank.open(tmp_path / "s", encoder_instance=HashingEncoder(8))
+    rec = bank.user("Ann", create=True)
     rng = np.random.default_rng(3)
-    days = [dt.date(1, 1, 1) + dt.timedelta(days=int(d)) for d in rng.integers(0, 3_650_000, 2000)]
-    days += [dt.date(2024, 2, 29), dt.date(1969, 12, 31), dt.date(1970, 1, 1), dt.date(9999, 12, 31)]
-    iso = [d.isoformat() for d in days]
-    assert _day_numbers("".join(iso), len(iso)).tolist() == [day_number(s) for s in iso]  # type: ignore[union-attr]
-    for bad in ["2023-02-30", "2023-13-01", "2023-00-10", "2023-01-00", "0000-01-01", "2023-1-010",
-                "2023/01/01", "2023-01-0x", "２０２３-01-01", "2023-01-01T1"]:
-        assert _day_numbers("2023-01-01" + bad, 2) is None, bad
-    assert _day_numbers(None, 1) is None and _day_numbers("2023-01-01", 2) is None
+    mems = []
+    for i, d in enumerate(rng.integers(0, 200_000, 500)):
+        day = (dt.date(1970, 1, 1) + dt.timedelta(days=int(d))).isoformat()
+        recall = None
+        if i % 3 == 0:
+            recall = (dt.date(1970, 1, 1) + dt.timedelta(days=int(d) + i)).isoformat() + ("T10:00:00" if i % 2 else "")
+        mems.append(Memory(memory_id=f"m{i}", user="Ann", kind=MemoryKind.TURN, date=day, text="x",
+                           strength=int(rng.integers(0, 8192)), last_recall_date=recall))
+    bank.storage.add_memories(rec.id, mems, None, "x")
+    fast = bank.storage.forget_columns(rec.id, RETRIEVABLE_KINDS)
+    slow = Storage.forget_columns(bank.storage, rec.id, RETRIEVABLE_KINDS)
+    assert len(fast.rowids) == 500
+    for field in ("rowids", "anchors", "strengths"):
+        assert getattr(fast, field).tolist() == getattr(slow, field).tolist(), field
+    for odd in (Memory(memory_id="old", user="Ann", kind=MemoryKind.TURN, date="1969-12-31", text="x"),
+                Memory(memory_id="big", user="Ann", kind=MemoryKind.TURN, date="2023-01-01", text="x", strength=8192)):
+        bank.storage.add_memories(rec.id, [odd], None, "x")
+        row = bank.storage._conn().execute("SELECT forget_key FROM memories WHERE memory_id = ?", (odd.memory_id,))
+        assert row.fetchone()[0] is None
+        fast = bank.storage.forget_columns(rec.id, RETRIEVABLE_KINDS)
+        slow = Storage.forget_columns(bank.storage, rec.id, RETRIEVABLE_KINDS)
+        for field in ("rowids", "anchors", "strengths"):
+            assert getattr(fast, field).tolist() == getattr(slow, field).tolist(), field
+    bank.close()

@@ -185,6 +185,40 @@ def test_newer_schema_is_refused(bank, tmp_path) -> None:  # type: ignore[no-unt
         SQLiteStorage(tmp_path / "store")
 
 
+def test_a_version_1_store_is_migrated_and_forgets_as_before(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank()
+    for i in range(30):
+        bank.add_turn("Ann", f"turn {i} about gardens", "ok", at=f"2023-05-{1 + i % 20:02d}T10:00")
+    bank.search("Ann", "gardens", k=3, now="2023-06-01", reinforce=True)
+    bank.close()
+    db = sqlite3.connect(tmp_path / "store" / DB_FILENAME)  # turn it into the version 1 layout
+    db.executescript(
+        "DROP INDEX memories_forget_key; ALTER TABLE memories DROP COLUMN forget_key; "
+        "CREATE INDEX memories_forget ON memories (user_id, archived, date, "
+        "(CASE kind WHEN 'turn' THEN 0 ELSE 1 END), turn, id, kind, strength, last_recall_date); "
+        "UPDATE meta SET value = '1' WHERE key = 'schema_version';"
+    )
+    db.close()
+
+    storage = SQLiteStorage(tmp_path / "store")
+    db = sqlite3.connect(tmp_path / "store" / DB_FILENAME)
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "2"
+    indexes = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert "memories_forget_key" in indexes and "memories_forget" not in indexes
+    assert db.execute("SELECT count(*) FROM memories WHERE forget_key IS NULL").fetchone()[0] == 0
+    db.close()
+    from memory_bank.records import RETRIEVABLE_KINDS
+    from memory_bank.storage import Storage
+
+    user = storage.get_user("Ann")
+    fast = storage.forget_columns(user.id, RETRIEVABLE_KINDS)
+    slow = Storage.forget_columns(storage, user.id, RETRIEVABLE_KINDS)
+    assert len(fast.rowids) == 30 and sorted(fast.strengths.tolist())[-3:] == [2.0, 2.0, 2.0]
+    for field in ("rowids", "anchors", "strengths"):
+        assert getattr(fast, field).tolist() == getattr(slow, field).tolist(), field
+    storage.close()
+
+
 def test_changing_encoder_reembeds_only_what_lacks_a_vector(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from memory_bank.embeddings import HashingEncoder
 
