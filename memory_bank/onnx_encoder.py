@@ -140,6 +140,7 @@ class OnnxTextEncoder:
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.model = model
         self.mode, self.normalise = pooling
+        self.dim = int(model[0].auto_model.config.hidden_size)
         self.path = path
 
     @classmethod
@@ -180,7 +181,7 @@ class OnnxTextEncoder:
     def encode(self, texts: Any, batch_size: int = 64) -> np.ndarray:
         texts = list(texts)
         order = np.argsort([-len(t) for t in texts], kind="stable")  # similar lengths pad less
-        out = np.zeros((len(texts), 0), dtype=np.float32)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
         for start in range(0, len(texts), batch_size):
             idx = order[start : start + batch_size]
             features = self.model[0].preprocess([texts[i] for i in idx])
@@ -191,8 +192,6 @@ class OnnxTextEncoder:
             else:
                 mask = feed["attention_mask"][..., None].astype(np.float32)
                 vecs = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
-            if out.shape[1] == 0:
-                out = np.zeros((len(texts), vecs.shape[1]), dtype=np.float32)
             out[idx] = vecs
         if self.normalise:
             norms = np.linalg.norm(out, axis=1, keepdims=True)

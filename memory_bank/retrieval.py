@@ -68,12 +68,13 @@ def rank(
 
     date_bonus = np.zeros(n, dtype=np.float32)
     named: np.ndarray = np.zeros(0, dtype=np.int64)
+    years = part.years()
     if cfg.month_weight > 0:
-        months = months_in(query, years=part.years())
+        months = months_in(query, years=years)
         if months:
             date_bonus[part.positions_in_months(months)] = cfg.month_weight
     if cfg.date_weight > 0:
-        days = {d.isoformat() for d in dates_in(query, now=now, years=part.years())}
+        days = {d.isoformat() for d in dates_in(query, now=now, years=years)}
         if days:
             named = part.positions_on(days)
             date_bonus[named] = cfg.date_weight

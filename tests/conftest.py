@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import json
 import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +38,47 @@ def paper_file(lang: str, kind: str) -> Path:
     return path
 
 
+def free_port() -> int:
+    """A TCP port free on the loopback interface right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def llama_server() -> Iterator[str]:
+    """llama_cpp.server with the packaged SmolLM2 on a free loopback port; yields its /v1 URL.
+    Skips when the server's extra is not installed."""
+    try:
+        import llama_cpp.server.app  # noqa: F401
+    except ImportError as e:
+        pytest.skip(
+            f"llama_cpp.server needs its extra: pip install sse-starlette 'starlette-context<0.4' ({e})"
+        )
+    from memory_bank.llm import default_gguf_path
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(default_gguf_path()), "--host", "127.0.0.1",
+           "--port", str(port), "--n_ctx", "2048"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/models", timeout=2) as r:
+                    json.load(r)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"llama_cpp.server did not start (exit code {proc.poll()})")
+                time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
 class FixedClock:
     """A clock tests can set and advance."""
 
@@ -45,3 +95,29 @@ class FixedClock:
 @pytest.fixture
 def clock() -> FixedClock:
     return FixedClock()
+
+
+@pytest.fixture
+def make_bank(tmp_path: Path, clock: FixedClock) -> Iterator[Any]:
+    """Banks on the hashing encoder and the fixed clock, closed after the test (packages that need
+    another encoder or store override this)."""
+    from memory_bank import MemoryBank
+    from memory_bank.embeddings import HashingEncoder
+
+    banks: list[MemoryBank] = []
+
+    def make(name: str = "store", **overrides: Any) -> MemoryBank:
+        bank = MemoryBank.open(
+            tmp_path / name, clock=clock, encoder_instance=HashingEncoder(256), **overrides
+        )
+        banks.append(bank)
+        return bank
+
+    yield make
+    for b in banks:
+        b.close()
+
+
+@pytest.fixture
+def bank(make_bank: Any) -> Any:
+    return make_bank()

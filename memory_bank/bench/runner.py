@@ -11,7 +11,7 @@ medians over ``rounds`` rounds):
 * ``restart_s``: open the store and answer a first search (model loading excluded for every
   system; ``model_load_s`` reports it). ``reembed_s``: what re-embedding every memory costs (the
   original design does it at every login): measured on up to ``embed_limit`` memories, scaled.
-* ``forget_s``: a forgetting pass (paper curve, seeded, about 1% forgotten); ``None`` where a
+* ``forget_s``: a forgetting pass (paper curve, seeded, about 0.1% forgotten: ``worker.FORGET_RATE``); ``None`` where a
   system has no forgetting.
 * ``import_turns_per_s``: bulk import of ``imports`` turns into a new user, against
   ``encoder_turns_per_s``, the encoder's own batch speed on the same texts.

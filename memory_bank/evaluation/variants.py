@@ -93,21 +93,19 @@ def rank_v2(
     else:
         top_lex = np.zeros(0, dtype=np.int64)
 
+    # Date and month hints as in the bank (the partition's day lookups).
     date_bonus = np.zeros(n, dtype=np.float32)
     named: np.ndarray = np.zeros(0, dtype=np.int64)
-    if cfg.date_weight > 0:
-        years = tuple(sorted({int(d[:4]) for d in part.dates}, reverse=True))
-        days = {d.isoformat() for d in dates_in(query, now=now, years=years)}
-        if days:
-            named = np.fromiter((i for i, d in enumerate(part.dates) if d in days), dtype=np.int64)
-            date_bonus[named] = cfg.date_weight
-
+    years = part.years()
     if v2.month_weight > 0:
-        years = tuple(sorted({int(d[:4]) for d in part.dates}, reverse=True))
         months = months_in(query, years=years)
         if months:
-            in_month = np.fromiter((d[:7] in months for d in part.dates), dtype=bool, count=n)
-            date_bonus[in_month & (date_bonus == 0)] = v2.month_weight
+            date_bonus[part.positions_in_months(months)] = v2.month_weight
+    if cfg.date_weight > 0:
+        days = {d.isoformat() for d in dates_in(query, now=now, years=years)}
+        if days:
+            named = part.positions_on(days)
+            date_bonus[named] = cfg.date_weight
 
     cand = np.unique(np.concatenate([dense_pos, top_lex, named]))
     if allowed_kinds is not None:

@@ -5,17 +5,12 @@ with the packaged SmolLM2 as backbone and a real OpenAI-compatible server on loo
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 
 import pytest
 
 from memory_bank.cli import main
-from tests.conftest import LOCOMO_DEV, REPO
+from tests.conftest import LOCOMO_DEV, REPO, llama_server
 
 pytestmark = pytest.mark.integration
 DATA = REPO / "eval_data"
@@ -50,40 +45,10 @@ def test_locomo_one_conversation_with_minilm(tmp_path, capsys) -> None:  # type:
     assert at10["ours"] > at10["bm25"] > 0.5, at10
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def judge_server() -> Iterator[str]:
-    try:
-        import llama_cpp.server.app  # noqa: F401
-    except ImportError as e:
-        pytest.skip(f"llama_cpp.server is not installed ({e})")
-    from memory_bank.llm import default_gguf_path
-
-    port = _free_port()
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(default_gguf_path()), "--host", "127.0.0.1",
-           "--port", str(port), "--n_ctx", "2048"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/models", timeout=2) as r:
-                    json.load(r)
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"llama_cpp.server did not start (exit code {proc.poll()})")
-                time.sleep(0.3)
+    with llama_server() as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def test_answers_offline_smoke(tmp_path, capsys, judge_server, monkeypatch) -> None:  # type: ignore[no-untyped-def]

@@ -1,41 +1,15 @@
-"""Fixtures for the LangChain adapters: a bank with the hashing encoder and a fixed clock, and a
-chat model that records what it was sent."""
+"""Fixtures for the LangChain adapters: a chat model that records what it was sent (the ``bank``
+fixture, hashing encoder and fixed clock, comes from ``tests/conftest.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-import pytest
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatResult
 from pydantic import Field
-
-from memory_bank import MemoryBank
-from memory_bank.embeddings import HashingEncoder
-from tests.conftest import FixedClock
-
-
-@pytest.fixture
-def make_bank(tmp_path, clock: FixedClock) -> Iterator[Any]:  # type: ignore[no-untyped-def]
-    banks: list[MemoryBank] = []
-
-    def make(name: str = "store", **overrides: Any) -> MemoryBank:
-        bank = MemoryBank.open(
-            tmp_path / name, clock=clock, encoder_instance=HashingEncoder(256), **overrides
-        )
-        banks.append(bank)
-        return bank
-
-    yield make
-    for b in banks:
-        b.close()
-
-
-@pytest.fixture
-def bank(make_bank) -> MemoryBank:  # type: ignore[no-untyped-def]
-    return make_bank()
 
 
 class RecordingChatModel(GenericFakeChatModel):

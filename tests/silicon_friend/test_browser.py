@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from memory_bank.embeddings import HashingEncoder
 from silicon_friend.engine import ChatSettings, SiliconFriend
 from silicon_friend.models import prepare_model
 from silicon_friend.web.texts import ui_texts
+from tests.conftest import free_port
 from tests.silicon_friend.fakes import EchoChatModel
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -43,12 +43,6 @@ def artifacts() -> Path:
     path = Path(os.environ.get("TEST_ARTIFACTS", "artifacts")).resolve()
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

@@ -3,26 +3,17 @@ llama.cpp in-process, and through llama_cpp.server as an OpenAI-compatible serve
 
 from __future__ import annotations
 
-import json
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 
 import pytest
 
 from silicon_friend.engine import ChatSettings, SiliconFriend, Turn
 from silicon_friend.models import load_model
+from tests.conftest import llama_server
 
 pytestmark = pytest.mark.integration
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_default_model_replies_and_budgets_a_2048_context(bank, clock) -> None:  # type: ignore[no-untyped-def]
@@ -67,35 +58,8 @@ def test_stop_a_real_stream(bank) -> None:  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def openai_server() -> Iterator[str]:
-    """llama_cpp.server with the packaged SmolLM2 on a free loopback port; yields its /v1 URL."""
-    try:
-        import llama_cpp.server.app  # noqa: F401
-    except ImportError as e:
-        pytest.skip(
-            f"llama_cpp.server needs its extra: pip install sse-starlette 'starlette-context<0.4' ({e})"
-        )
-    from memory_bank.llm import default_gguf_path
-
-    port = free_port()
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(default_gguf_path()), "--host", "127.0.0.1",
-           "--port", str(port), "--n_ctx", "2048"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/models", timeout=2) as r:
-                    json.load(r)
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"llama_cpp.server did not start (exit code {proc.poll()})")
-                time.sleep(0.3)
+    with llama_server() as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def test_openai_backend_against_a_real_server(openai_server: str, bank, monkeypatch) -> None:  # type: ignore[no-untyped-def]

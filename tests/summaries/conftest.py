@@ -17,7 +17,6 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from pydantic import Field
 
 from memory_bank import MemoryBank
-from memory_bank.embeddings import HashingEncoder
 
 _CODEWORD = re.compile(r"\b[A-Z]{4,}\b")
 
@@ -87,27 +86,6 @@ class ScriptedChatModel(BaseChatModel):
             if self.delay_per_token:
                 time.sleep(self.delay_per_token)
             yield ChatGenerationChunk(message=AIMessageChunk(content=token))
-
-
-@pytest.fixture
-def make_bank(tmp_path, clock):  # type: ignore[no-untyped-def]
-    banks: list[MemoryBank] = []
-
-    def make(name: str = "store", **overrides: Any) -> MemoryBank:
-        bank = MemoryBank.open(
-            tmp_path / name, clock=clock, encoder_instance=HashingEncoder(256), **overrides
-        )
-        banks.append(bank)
-        return bank
-
-    yield make
-    for b in banks:
-        b.close()
-
-
-@pytest.fixture
-def bank(make_bank) -> MemoryBank:  # type: ignore[no-untyped-def]
-    return make_bank()
 
 
 @pytest.fixture
