@@ -1,63 +1,33 @@
-"""What every results file records besides the results: package versions, git commit, machine, memory.
+"""What a training or evaluation results file records besides the results.
 
-The git commit is read from the ``.git`` folder directly (no ``git`` process is started); it is
-``None`` outside a checkout.
+The git commit, the machine and the JSON writer are the library's (:mod:`memory_bank.runinfo`,
+shared by every report of the project); this module adds the training stack's package list and
+the peak memory of a run.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import platform
 import sys
-from importlib import metadata
-from pathlib import Path
 from typing import Any
 
+from memory_bank import runinfo
+from memory_bank.runinfo import git_commit, write_json
+
+__all__ = ["PACKAGES", "git_commit", "machine", "package_versions", "peak_memory_mb", "write_json"]
+
+#: The training stack's distributions, recorded in every metrics file.
 PACKAGES = ("torch", "transformers", "peft", "accelerate", "tokenizers", "pydantic", "gguf")
 
 
 def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str | None]:
-    versions: dict[str, str | None] = {"python": platform.python_version()}
-    for name in names:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
-
-
-def git_commit(start: Path | None = None) -> str | None:
-    """The commit checked out in the repository holding ``start`` (default: this package)."""
-    here = (start or Path(__file__)).resolve()
-    for folder in (here, *here.parents):
-        git = folder / ".git"
-        if git.is_dir():
-            head = (git / "HEAD").read_text().strip()
-            if not head.startswith("ref: "):
-                return head
-            ref = head.removeprefix("ref: ")
-            if (git / ref).is_file():
-                return (git / ref).read_text().strip()
-            packed = git / "packed-refs"
-            if packed.is_file():
-                for line in packed.read_text().splitlines():
-                    if line.endswith(" " + ref):
-                        return line.split(" ", 1)[0]
-            return None  # a branch without commits yet
-    return None
+    """Python's version and those of ``names``."""
+    return {"python": platform.python_version(), **runinfo.package_versions(names)}
 
 
 def machine() -> dict[str, Any]:
-    info: dict[str, Any] = {
-        "platform": platform.platform(),
-        "processor": platform.machine(),
-        "cpu_count": os.cpu_count(),
-    }
-    torch = sys.modules.get("torch")
-    if torch is not None and torch.cuda.is_available():
-        info["gpu"] = torch.cuda.get_device_name(0)
-    return info
+    """The machine (with its GPU when torch sees one); see :func:`memory_bank.runinfo.machine_info`."""
+    return runinfo.machine_info()
 
 
 def peak_memory_mb() -> dict[str, float]:
@@ -66,18 +36,10 @@ def peak_memory_mb() -> dict[str, float]:
     try:
         import resource  # Unix only
 
-        out["peak_rss_mb"] = round(
-            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
-        )  # KiB on Linux
+        out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # KiB on Linux
     except ImportError:
         pass
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_available():
         out["peak_gpu_allocated_mb"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
     return out
-
-
-def write_json(path: Path, data: dict[str, Any]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-    return path

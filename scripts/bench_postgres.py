@@ -52,7 +52,7 @@ if str(REPO) not in sys.path:
 
 import numpy as np  # noqa: E402
 
-from memory_bank import Memory, MemoryBank, MemoryKind, load_config  # noqa: E402
+from memory_bank import Memory, MemoryBank, MemoryKind, load_config, runinfo  # noqa: E402
 from memory_bank.bench.data import DialogGenerator  # noqa: E402
 from memory_bank.embeddings import Encoder, HashingEncoder, get_encoder  # noqa: E402
 from memory_bank.index import Partition  # noqa: E402
@@ -173,24 +173,6 @@ def cache_cost(size: int, dim: int, seed: int) -> dict[str, Any]:
     }
 
 
-def _commit() -> str | None:
-    """The checked-out commit, read from .git without running git."""
-    git = REPO / ".git"
-    try:
-        head = (git / "HEAD").read_text().strip()
-        if not head.startswith("ref: "):
-            return head
-        ref = head[5:]
-        if (git / ref).is_file():
-            return (git / ref).read_text().strip()
-        for line in (git / "packed-refs").read_text().splitlines():
-            if line.endswith(" " + ref):
-                return line.split()[0]
-    except OSError:
-        pass
-    return None
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--pg", default=os.environ.get("MEMORYBANK_TEST_PG_URL"), help="PostgreSQL URL (default: $MEMORYBANK_TEST_PG_URL)")
@@ -270,9 +252,9 @@ def main() -> int:
 
         meta = {
             "date": dt.datetime.now().isoformat(timespec="seconds"),
-            "commit": _commit(),
+            "commit": runinfo.git_commit(),
             "config": {k: v for k, v in vars(args).items() if k != "pg"},
-            "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "loadavg": os.getloadavg()},
+            "machine": runinfo.machine_info(),
             "versions": {
                 "python": platform.python_version(),
                 "numpy": np.__version__,

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -105,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.n_threads:
         force_llama_threads(args.n_threads)
 
-    from memory_bank import MemoryBank
+    from memory_bank import MemoryBank, runinfo
     from silicon_friend.engine import ChatSettings, SiliconFriend
     from silicon_friend.models import load_model
 
@@ -133,12 +132,8 @@ def main(argv: list[str] | None = None) -> int:
         "reply_tokens": summary(rows, "reply_tokens"),
         "tokens_per_s": summary(rows, "tokens_per_s"),
         "replies": rows,
-        "machine": {
-            "platform": platform.platform(),
-            "python": sys.version.split()[0],
-            "cpus": os.cpu_count(),
-            "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
-        },
+        "git_commit": runinfo.git_commit(),
+        "machine": runinfo.machine_info(),
     }
     print(f"model {result['llm']} (context {model.context_tokens}), loaded in {load_s:.2f} s")
     print(f"warm-up reply: first piece {warm['first_token_s']} s, full {warm['total_s']} s")

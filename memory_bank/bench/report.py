@@ -184,7 +184,9 @@ def chart(out: dict[str, Any], path: str) -> None:
     m = out["machine"]
     load = m.get("loadavg_start", [0])[0]
     fig.suptitle(
-        f"MemoryBank benchmark: {m.get('cpu')}, {m.get('cores')} cores, load {load:.1f} at start", fontsize=11
+        f"MemoryBank benchmark: {m.get('processor', m.get('cpu'))}, {m.get('cpus', m.get('cores'))} cores, "
+        f"load {load:.1f} at start",
+        fontsize=11,
     )
     fig.tight_layout()
     fig.savefig(path, dpi=110)

@@ -20,13 +20,10 @@ medians over ``rounds`` rounds):
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import datetime as dt
 import json
 import logging
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -36,6 +33,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+import memory_bank.runinfo as runinfo
 
 logger = logging.getLogger(__name__)
 
@@ -111,69 +110,30 @@ def _log(cfg: BenchConfig, msg: str) -> None:
         print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-def _versions() -> dict[str, str | None]:
-    from importlib import metadata
-
-    out: dict[str, str | None] = {}
-    for pkg in (
-        "memorybank-siliconfriend",
-        "numpy",
-        "faiss-cpu",
-        "torch",
-        "sentence-transformers",
-        "langchain-classic",
-        "langchain-community",
-        "mem0ai",
-    ):
-        try:
-            out[pkg] = metadata.version(pkg)
-        except metadata.PackageNotFoundError:
-            out[pkg] = None
-    return out
-
-
-def _git_commit() -> str | None:
-    """The checked-out commit, read from .git (no git command)."""
-    root = Path(__file__).resolve().parents[2] / ".git"
-    try:
-        head = (root / "HEAD").read_text().strip()
-        if head.startswith("ref: "):
-            ref = root / head[5:]
-            if ref.exists():
-                return ref.read_text().strip()
-            packed = root / "packed-refs"
-            for line in packed.read_text().splitlines() if packed.exists() else []:
-                if line.endswith(head[5:]):
-                    return line.split()[0]
-            return None
-        return head
-    except OSError:
-        return None
+#: Distributions whose versions a benchmark run records.
+BENCH_PACKAGES = (
+    "memorybank-siliconfriend",
+    "numpy",
+    "faiss-cpu",
+    "torch",
+    "sentence-transformers",
+    "langchain-classic",
+    "langchain-community",
+    "mem0ai",
+)
 
 
 def machine_info(cfg: BenchConfig) -> dict[str, Any]:
-    cpu = platform.processor()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem_gb = None
-    with contextlib.suppress(ValueError, OSError):
-        mem_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    """The shared run metadata (:mod:`memory_bank.runinfo`) plus the benchmark's thread count and
+    the load at the start (the end's is added when the run finishes)."""
+    machine = runinfo.machine_info()
     return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "memory_gb": round(mem_gb, 1) if mem_gb else None,
-        "platform": platform.platform(),
-        "python": platform.python_version(),
+        **machine,
         "threads": cfg.threads,
-        "loadavg_start": os.getloadavg(),
-        "versions": _versions(),
-        "git_commit": _git_commit(),
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "loadavg_start": machine["loadavg"],
+        "versions": runinfo.package_versions(BENCH_PACKAGES),
+        "git_commit": runinfo.git_commit(),
+        "date": runinfo.utc_now(),
     }
 
 
@@ -349,7 +309,7 @@ class Runner:
             scenarios["users"] = self._run(self._spec(kind="users"))
         if c.forget_size:
             scenarios["forgetting"] = self._run(self._spec(kind="forget_million", generic_path=c.quick))
-        machine["loadavg_end"] = os.getloadavg()
+        machine["loadavg_end"] = runinfo.load_average()
         out = {
             "machine": machine,
             "config": dataclasses.asdict(c),

