@@ -3,6 +3,7 @@
     silicon-friend web [--host 127.0.0.1] [--port 7860] [--data-dir DIR] [--llm SPEC]
                        [--language en|zh] [--share] [--auth user:pass | --auth-file F]
     silicon-friend chat [--user NAME] [--llm SPEC] [--language en|zh] [--data-dir DIR]
+    silicon-friend eval answers --memory-file FILE --questions F --labels F --judge SPEC --out OUT
 
 ``--llm`` takes an LLM spec (see :mod:`memory_bank.llm`): ``openai:gpt-4o-mini``,
 ``openai:MODEL@http://127.0.0.1:8080/v1``, ``llamacpp:/path/model.gguf``,
@@ -63,6 +64,9 @@ def build_parser() -> argparse.ArgumentParser:
     chat = sub.add_parser("chat", help="chat in the terminal")
     _common(chat)
     chat.add_argument("--user", help="your name (asked if not given)")
+    from silicon_friend.evaluation.cli import add_parsers as add_eval_parsers
+
+    add_eval_parsers(sub)
     return parser
 
 
@@ -134,6 +138,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from memory_bank.errors import MemoryBankError
 
     try:
+        if args.command == "eval":
+            from silicon_friend.evaluation.cli import run as run_eval
+
+            return run_eval(args)
         return _web(args) if args.command == "web" else _chat(args)
     except MemoryBankError as e:
         print(f"silicon-friend: error: {e}", file=sys.stderr)

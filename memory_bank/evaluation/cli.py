@@ -2,9 +2,11 @@
 
     memorybank eval retrieval --memory-file FILE --questions FILE.jsonl [--labels FILE.jsonl]
                               [--k K] [--language en|zh] [--store DIR] --out OUT.jsonl
-    memorybank eval answers   --memory-file FILE --questions FILE.jsonl --judge SPEC ... --out OUT.json
     memorybank eval locomo    --data FILE [--k 1,5,10,25,50] [--forgetting off|paper] --out OUT.json
     memorybank eval longmemeval --data FILE [--k 1,5,10] --out OUT.json
+
+The answer evaluation (the paper's four metrics) runs the chatbot, so it belongs to the app:
+``silicon-friend eval answers`` (see :mod:`silicon_friend.evaluation`).
 
 Each writes its results, a Markdown report (``OUT.md``) and charts (``OUT-*.png``) next to OUT.
 Nothing here reads or writes a user's store unless ``--store`` is given.
@@ -19,7 +21,6 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 from memory_bank.cli import command, register_extension
 from memory_bank.errors import InvalidInputError
@@ -116,9 +117,13 @@ def _add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cache-dir", help="keep embeddings here between runs")
     _common(p)
 
-    from memory_bank.evaluation.answers_cli import add_answers_parser
-
-    add_answers_parser(evsub, _common)
+    p = evsub.add_parser(
+        "answers",
+        help="moved to the app: silicon-friend eval answers (the answers come from the chatbot)",
+        add_help=False,
+        prefix_chars="+",  # take every option as it comes: the handler says where they go now
+    )
+    p.add_argument("rest", nargs="*")
 
 
 register_extension(_add_parsers)
@@ -126,7 +131,9 @@ register_extension(_add_parsers)
 
 @command("eval")
 def _eval(args: argparse.Namespace) -> int:
-    logging.getLogger("memory_bank").setLevel(logging.INFO if args.verbose else logging.WARNING)
+    logging.getLogger("memory_bank").setLevel(
+        logging.INFO if getattr(args, "verbose", False) else logging.WARNING
+    )
     return _HANDLERS[args.eval_command](args)
 
 
@@ -139,18 +146,11 @@ def _store(path: str | None) -> Iterator[str]:
             yield tmp
 
 
-def _encoder(name: str | None, language: str, cache_dir: str | None = None) -> Any:
-    from memory_bank.config import DEFAULT_ENCODERS
-    from memory_bank.embeddings import get_encoder
-    from memory_bank.evaluation.encoders import CachingEncoder
-
-    return CachingEncoder(get_encoder(name or DEFAULT_ENCODERS[language]), cache_dir)
-
-
 @_sub("retrieval")
 def _retrieval(args: argparse.Namespace) -> int:
     from memory_bank.bank import MemoryBank
     from memory_bank.evaluation import paper, report
+    from memory_bank.evaluation.encoders import eval_encoder
     from memory_bank.original_format import import_data, load_memory_file
 
     if args.k < 1:
@@ -161,7 +161,7 @@ def _retrieval(args: argparse.Namespace) -> int:
     if args.labels:
         paper.attach_labels(questions, paper.load_labels(args.labels))
     now = args.now or paper.default_now(data)
-    encoder = _encoder(args.encoder, args.language, args.cache_dir)
+    encoder = eval_encoder(args.encoder, args.language, args.cache_dir)
     if args.ranker != "bank":
         rows = paper.retrieve_proposed(data, questions, args.k, encoder, now=now, proposal=args.ranker)
     else:
@@ -216,9 +216,10 @@ def _retrieval(args: argparse.Namespace) -> int:
 
 @_sub("answers")
 def _answers(args: argparse.Namespace) -> int:
-    from memory_bank.evaluation.answers_cli import run_answers_command
-
-    return run_answers_command(args)
+    raise InvalidInputError(
+        "the answer evaluation runs the SiliconFriend chatbot, so it lives in the app now: "
+        "run `silicon-friend eval answers` with the same options"
+    )
 
 
 @_sub("locomo")

@@ -82,3 +82,12 @@ class CachingEncoder(Encoder):
         np.savez(tmp, keys=keys, vectors=vecs.astype(np.float32))
         tmp.replace(self._file)
         logger.info("saved %d cached embeddings to %s", len(keys), self._file)
+
+
+def eval_encoder(name: str | None, language: str, cache_dir: str | Path | None = None) -> CachingEncoder:
+    """The encoder an evaluation uses: ``name``, or the language's default, behind a cache
+    (kept in ``cache_dir`` between runs when given)."""
+    from memory_bank.config import DEFAULT_ENCODERS
+    from memory_bank.embeddings import get_encoder
+
+    return CachingEncoder(get_encoder(name or DEFAULT_ENCODERS[language]), cache_dir)

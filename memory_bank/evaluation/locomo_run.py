@@ -94,7 +94,7 @@ def forgetting_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 def run_locomo(args: argparse.Namespace) -> dict[str, Any]:
     from memory_bank.evaluation.benchmark import MemoryBankSystem
-    from memory_bank.evaluation.cli import _encoder
+    from memory_bank.evaluation.encoders import eval_encoder
     from memory_bank.evaluation.locomo import CATEGORY_NAMES, haystack, load_locomo
     from memory_bank.evaluation.metrics import parse_ks
     from memory_bank.evaluation.runs import run_benchmark
@@ -107,7 +107,7 @@ def run_locomo(args: argparse.Namespace) -> dict[str, Any]:
         if not convs:
             raise InvalidInputError(f"no conversation in {args.data} has an id among {sorted(wanted)}")
     haystacks = [haystack(c) for c in convs]
-    encoder = _encoder(args.encoder, "en", args.cache_dir)
+    encoder = eval_encoder(args.encoder, "en", args.cache_dir)
     systems = _systems(_names(args.systems), encoder, args, "en")
     retrieval = _retrieval_overrides(args.config)
     forgetting: dict[str, Any] = {}
@@ -207,7 +207,7 @@ def _print_summary(results: dict[str, Any]) -> None:
 
 
 def run_longmemeval(args: argparse.Namespace) -> dict[str, Any]:
-    from memory_bank.evaluation.cli import _encoder
+    from memory_bank.evaluation.encoders import eval_encoder
     from memory_bank.evaluation.longmemeval import haystacks, load_longmemeval
     from memory_bank.evaluation.metrics import parse_ks
     from memory_bank.evaluation.runs import run_benchmark
@@ -219,7 +219,7 @@ def run_longmemeval(args: argparse.Namespace) -> dict[str, Any]:
     hays = haystacks(instances, include_abstention=args.include_abstention)
     if not hays:
         raise InvalidInputError(f"{args.data}: no questions to ask (all are abstention questions?)")
-    encoder = _encoder(args.encoder, "en", args.cache_dir)
+    encoder = eval_encoder(args.encoder, "en", args.cache_dir)
     systems = _systems(_names(args.systems), encoder, args, "en")
     config = {
         "data": str(args.data),

@@ -211,3 +211,9 @@ def test_eval_longmemeval(tmp_path, capsys, lme_file) -> None:  # type: ignore[n
     assert res["dataset"]["questions"] == 1
     assert res["systems"]["bm25"]["turn_recall"]["all"]["1"] == 1.0
     assert res["questions"][0]["evidence_sessions"] == ["answer_1"]
+
+
+def test_eval_answers_points_to_the_app(capsys) -> None:  # type: ignore[no-untyped-def]
+    code, _, err = run(capsys, "eval", "answers", "--memory-file", "x.json", "--judge", "openai:m")
+    assert code == 2
+    assert "silicon-friend eval answers" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -86,3 +86,17 @@ def test_chat_command_end_to_end(tmp_path, monkeypatch, capsys) -> None:  # type
 
     with MemoryBank.open(data, encoder="hashing") as bank:
         assert [m.query for m in bank.history("Emily")] == ["I adopted a cat.", "What is my cat called?"]
+
+
+def test_eval_answers_is_an_app_command(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    args = cli.build_parser().parse_args(
+        ["eval", "answers", "--memory-file", "m.json", "--questions", "q.jsonl", "--labels", "l.jsonl",
+         "--judge", "openai:m", "--out", str(tmp_path / "a.json")]
+    )  # fmt: skip
+    assert args.command == "eval" and args.eval_command == "answers" and args.k == 2
+    code = cli.main(
+        ["eval", "answers", "--memory-file", str(tmp_path / "missing.json"), "--questions", "q.jsonl",
+         "--labels", "l.jsonl", "--judge", "openai:m", "--out", str(tmp_path / "a.json")]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and "missing.json" in err and "Traceback" not in err

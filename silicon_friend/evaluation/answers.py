@@ -3,7 +3,7 @@
 For each labelled question and each system compared, SiliconFriend (any backbone) builds its
 prompt exactly as in a chat (:meth:`silicon_friend.engine.SiliconFriend.prepare`: retrieved memories,
 portrait, event summary) and answers; nothing is stored or reinforced, so questions cannot leak
-into each other. A judge (:mod:`memory_bank.evaluation.judge`) then scores the paper's four metrics.
+into each other. A judge (:mod:`silicon_friend.evaluation.judge`) then scores the paper's four metrics.
 
 Systems (``--systems``):
 
@@ -17,8 +17,8 @@ Systems (``--systems``):
 
 Summaries and portraits exist only after a summarisation pass (``summarize=True``) or when the
 memory file already holds them; without them ``no-summaries`` and ``no-portrait`` equal
-``memorybank``. This module drives the app (``silicon_friend``) and imports it lazily: the rest
-of ``memory_bank`` never does.
+``memorybank``. It drives the chatbot, so it lives in the app; the library's retrieval
+evaluation (:mod:`memory_bank.evaluation`) needs no LLM.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from memory_bank.errors import InvalidInputError
-from memory_bank.evaluation.judge import JUDGE_VERSION, Judge, chat_invoker, prompt_hash, ranks_from_scores
 from memory_bank.evaluation.paper import Question
 from memory_bank.records import MemoryKind
+from silicon_friend.evaluation.judge import JUDGE_VERSION, Judge, chat_invoker, prompt_hash, ranks_from_scores
 
 logger = logging.getLogger(__name__)
 

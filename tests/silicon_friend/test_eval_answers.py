@@ -12,8 +12,10 @@ from pydantic import PrivateAttr
 
 from memory_bank.embeddings import HashingEncoder
 from memory_bank.errors import InvalidInputError
-from memory_bank.evaluation.answers import AnswerSettings, run_answers
-from memory_bank.evaluation.judge import (
+from memory_bank.evaluation.paper import attach_labels, load_labels, load_questions
+from memory_bank.original_format import load_memory_file
+from silicon_friend.evaluation.answers import AnswerSettings, run_answers
+from silicon_friend.evaluation.judge import (
     PROMPTS,
     Judge,
     parse_ranking,
@@ -21,8 +23,6 @@ from memory_bank.evaluation.judge import (
     prompt_hash,
     ranks_from_scores,
 )
-from memory_bank.evaluation.paper import attach_labels, load_labels, load_questions
-from memory_bank.original_format import load_memory_file
 from tests.conftest import REPO
 from tests.silicon_friend.fakes import EchoChatModel
 

@@ -1,6 +1,6 @@
-"""``memorybank eval answers``: SiliconFriend answers the probing questions; an LLM judge scores.
+"""``silicon-friend eval answers``: SiliconFriend answers the probing questions; an LLM judge scores.
 
-    memorybank eval answers --memory-file FILE --questions FILE.jsonl --labels FILE.jsonl
+    silicon-friend eval answers --memory-file FILE --questions FILE.jsonl --labels FILE.jsonl
         --judge openai:gpt-4o-mini [--llm SPEC] [--systems memorybank,no-memory,...]
         [--summarize] [--k 2] [--language en|zh] [--limit N] --out OUT.json
 
@@ -19,9 +19,10 @@ from typing import Any
 from memory_bank.errors import InvalidInputError
 
 
-def add_answers_parser(
-    evsub: argparse._SubParsersAction, common: Callable[[argparse.ArgumentParser], None]
-) -> None:
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """``eval answers`` under the ``silicon-friend`` command's subparsers ``sub``."""
+    ev = sub.add_parser("eval", help="evaluate SiliconFriend's answers (paper §4.2)")
+    evsub = ev.add_subparsers(dest="eval_command", required=True, metavar="EVAL")
     p = evsub.add_parser(
         "answers",
         help="answer the probing questions with SiliconFriend and score them with an LLM judge",
@@ -53,15 +54,19 @@ def add_answers_parser(
     p.add_argument("--forgetting-policy", choices=["stochastic", "threshold"], default="stochastic")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cache-dir", help="keep embeddings here between runs")
-    common(p)
+    p.add_argument("--out", required=True, help="results file; the report and charts go next to it")
+    p.add_argument("--encoder", help="encoder (default: minilm for en, use-multilingual for zh)")
+    p.add_argument("-v", "--verbose", action="store_true")
 
 
-def run_answers_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """Run ``silicon-friend eval answers`` with parsed ``args``; returns the exit code."""
     from memory_bank.evaluation import paper, report
-    from memory_bank.evaluation.answers import AnswerSettings, run_answers
-    from memory_bank.evaluation.cli import _encoder
+    from memory_bank.evaluation.encoders import eval_encoder
     from memory_bank.llm import build_chat_model, parse_llm_spec
     from memory_bank.original_format import load_memory_file
+    from silicon_friend.evaluation.answers import AnswerSettings, run_answers
+    from silicon_friend.models import load_model
 
     data = load_memory_file(args.memory_file)
     questions = paper.load_questions(args.questions)
@@ -93,12 +98,10 @@ def run_answers_command(args: argparse.Namespace) -> int:
     )
     settings.check()
     judge_spec = parse_llm_spec(args.judge)
-    from silicon_friend.models import load_model
-
     backbone = load_model(args.llm)
     judge_model = build_chat_model(judge_spec)
     summary_model = build_chat_model(parse_llm_spec(args.summary_llm)) if args.summary_llm else None
-    encoder = _encoder(args.encoder, args.language, args.cache_dir)
+    encoder = eval_encoder(args.encoder, args.language, args.cache_dir)
     bars: list[Any] = []
 
     def progress(stage: str, total: int) -> Callable[[int], Any]:
@@ -131,7 +134,7 @@ def run_answers_command(args: argparse.Namespace) -> int:
         "labels": str(args.labels),
         "n_questions": len(questions),
     }
-    out = {"run": report.run_info("eval answers", config), **results}
+    out = {"run": report.run_info("silicon-friend eval answers", config), **results}
     report.write_json(args.out, out)
     local = judge_spec.backend == "llamacpp" or any(
         h in str(judge_spec.base_url or "") for h in ("127.0.0.1", "localhost", "[::1]")
