@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from memory_bank import forgetting
+import memory_bank.forgetting as forgetting
 from memory_bank.config import MemoryBankConfig, load_config
 from memory_bank.embeddings import Encoder, get_encoder
 from memory_bank.errors import InvalidInputError, MemoryNotFoundError, UserNotFoundError
@@ -539,25 +539,6 @@ class MemoryBank:
         wanted = set(memory_ids)
         mems = [m for m in self.storage.memories(rec.id) if m.memory_id in wanted]
         self.storage.set_archived(rec.id, [m.rowid or 0 for m in mems], True)
-
-    # -- LangChain adapters (imported lazily) ---------------------------------------------
-    def as_retriever(self, user: str, **kwargs: Any) -> Any:
-        """A LangChain retriever bound to ``user``; see :mod:`memory_bank.langchain`."""
-        from memory_bank.langchain import as_retriever
-
-        return as_retriever(self, user, **kwargs)
-
-    def as_memory(self, user: str, **kwargs: Any) -> Any:
-        """A classic LangChain ``BaseMemory`` bound to ``user``."""
-        from memory_bank.langchain import as_memory
-
-        return as_memory(self, user, **kwargs)
-
-    def as_middleware(self, user: str | None = None, **kwargs: Any) -> Any:
-        """Agent middleware for ``langchain.agents.create_agent``."""
-        from memory_bank.langchain import as_middleware
-
-        return as_middleware(self, user, **kwargs)
 
     def purge_archived(self, user: str | None = None) -> int:
         """Delete forgotten (archived) memories for good."""

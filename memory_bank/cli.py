@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_bank.errors import InvalidInputError, MemoryBankError
+from memory_bank.forgetting import MODES, POLICIES
 
 logger = logging.getLogger("memory_bank.cli")
 
@@ -280,13 +281,11 @@ def build_parser() -> argparse.ArgumentParser:
         "memories", parents=[common], help="list a user's memories with strength and retention"
     )
     p.add_argument("--user", required=True)
-    p.add_argument(
-        "--mode", choices=["paper", "original-code", "off"], help="forgetting curve for 'retention'"
-    )
+    p.add_argument("--mode", choices=MODES, help="forgetting curve for 'retention'")
     p = sub.add_parser("forget", parents=[common], help="run a forgetting pass")
     p.add_argument("--user")
-    p.add_argument("--mode", choices=["paper", "original-code", "off"])
-    p.add_argument("--policy", choices=["stochastic", "threshold"])
+    p.add_argument("--mode", choices=MODES)
+    p.add_argument("--policy", choices=POLICIES)
     p.add_argument("--tau", type=float, help="time scale in days (R = exp(-t/(tau*S)))")
     p.add_argument("--seed", type=int)
     p = sub.add_parser("delete", parents=[common], help="delete a user (everything) or one memory")

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memory_bank.errors import ConfigError
+from memory_bank.forgetting import ForgettingMode, ForgettingPolicy
 
 Language = Literal["en", "zh"]
 
@@ -32,9 +33,9 @@ class _Strict(BaseModel):
 class ForgettingConfig(_Strict):
     """How memories fade (see :mod:`memory_bank.forgetting`)."""
 
-    mode: Literal["paper", "original-code", "off"] = "off"
+    mode: ForgettingMode = "off"
     tau: float = Field(1.0, gt=0, description="time scale in days: R = exp(-t / (tau * S)); 1 is the paper")
-    policy: Literal["stochastic", "threshold"] = "stochastic"
+    policy: ForgettingPolicy = "stochastic"
     threshold: float = Field(0.05, ge=0, le=1, description="with policy=threshold, drop when R < threshold")
     seed: int | None = Field(
         None, description="seed for stochastic passes; a pass is reproducible per (seed, user, day)"

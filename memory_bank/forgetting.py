@@ -24,13 +24,16 @@ from __future__ import annotations
 import datetime as dt
 import zlib
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 
+#: The forgetting curves and drop policies: defined here once; the config, the CLIs and the
+#: LangChain loader take their choices from these.
 ForgettingMode = Literal["paper", "original-code", "off"]
 ForgettingPolicy = Literal["stochastic", "threshold"]
-MODES: tuple[str, ...] = ("paper", "original-code", "off")
+MODES: tuple[str, ...] = get_args(ForgettingMode)
+POLICIES: tuple[str, ...] = get_args(ForgettingPolicy)
 
 
 def retention(
@@ -78,7 +81,7 @@ def forget_mask(
     if policy == "stochastic":
         gen = rng if rng is not None else np.random.default_rng()
         return gen.random(r.shape) >= r
-    raise ValueError(f"unknown forgetting policy {policy!r}; use 'stochastic' or 'threshold'")
+    raise ValueError(f"unknown forgetting policy {policy!r}; use one of {', '.join(POLICIES)}")
 
 
 def pass_rng(seed: int | None, user: str, day: str | dt.date) -> np.random.Generator:

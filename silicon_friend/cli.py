@@ -19,6 +19,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from memory_bank.forgetting import MODES
 from silicon_friend import __version__
 
 logger = logging.getLogger("silicon_friend.cli")
@@ -32,7 +33,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--language", choices=["en", "zh"], default="en", help="prompts, UI and encoder")
     parser.add_argument("--config", help="memory bank YAML config (flags override it)")
     parser.add_argument("--encoder", help="encoder override: minilm, use-multilingual, hashing or a path")
-    parser.add_argument("--forgetting", choices=["off", "paper", "original-code"], help="forgetting mode")
+    parser.add_argument("--forgetting", choices=MODES, help="forgetting mode (default: the config's, off)")
     parser.add_argument("--top-k", type=int, default=2, help="memories retrieved per reply (0: none)")
     parser.add_argument("--history-turns", type=int, default=7, help="recent turns kept in the prompt")
     parser.add_argument("--max-new-tokens", type=int, default=256)

@@ -47,6 +47,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _forgetting_args(p: argparse.ArgumentParser) -> None:
     from memory_bank.evaluation.locomo_run import RECOMMENDED_FORGETTING
+    from memory_bank.forgetting import POLICIES
 
     rec = RECOMMENDED_FORGETTING
     p.add_argument(
@@ -58,7 +59,7 @@ def _forgetting_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--tau", type=float, default=rec["tau"], help=f"forgetting time scale in days ({rec['tau']})"
     )
-    p.add_argument("--policy", choices=["stochastic", "threshold"], default=rec["policy"])
+    p.add_argument("--policy", choices=POLICIES, default=rec["policy"])
     p.add_argument("--threshold", type=float, default=rec["threshold"])
     p.add_argument("--seed", type=int, default=0, help="seed of stochastic forgetting passes")
     p.add_argument(

@@ -21,12 +21,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import datetime as dt
+    from collections.abc import Callable, Iterable
+
     from memory_bank.bank import MemoryBank
+    from memory_bank.forgetting import ForgettingMode, ForgettingPolicy
     from memory_bank.langchain.loader import ForgettingResult, MemoryForgetterLoader
     from memory_bank.langchain.memory import MemoryBankMemory
     from memory_bank.langchain.middleware import MemoryBankMiddleware
     from memory_bank.langchain.prompts import conversation_prompt
     from memory_bank.langchain.retriever import MemoryBankRetriever
+    from memory_bank.records import MemoryKind
 
 _LAZY = {
     "MemoryBankRetriever": "memory_bank.langchain.retriever",
@@ -64,29 +69,105 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
-def as_retriever(bank: MemoryBank, user: str, **kwargs: Any) -> MemoryBankRetriever:
-    """A :class:`MemoryBankRetriever` over ``user``'s memories (``k``, ``reinforce``, ``kinds``)."""
+def as_retriever(
+    bank: MemoryBank,
+    user: str,
+    *,
+    k: int | None = None,
+    reinforce: bool = True,
+    kinds: Iterable[MemoryKind] | None = None,
+) -> MemoryBankRetriever:
+    """A :class:`MemoryBankRetriever` over ``user``'s memories (see its fields)."""
     from memory_bank.langchain.retriever import MemoryBankRetriever
 
-    return MemoryBankRetriever(bank=bank, user=user, **kwargs)
+    return MemoryBankRetriever(
+        bank=bank, user=user, k=k, reinforce=reinforce, kinds=None if kinds is None else tuple(kinds)
+    )
 
 
-def as_memory(bank: MemoryBank, user: str, **kwargs: Any) -> MemoryBankMemory:
-    """A classic :class:`MemoryBankMemory` for ``user`` (``k``, ``window``, ``reinforce``...)."""
+def as_memory(
+    bank: MemoryBank,
+    user: str,
+    *,
+    k: int | None = None,
+    window: int | None = None,
+    reinforce: bool = True,
+    input_key: str | None = None,
+    output_key: str | None = None,
+    human_prefix: str = "Human",
+    ai_prefix: str = "AI",
+    return_messages: bool = False,
+    history_key: str = "history",
+    memories_key: str = "memories",
+    portrait_key: str = "user_portrait",
+    summary_key: str = "event_summary",
+) -> MemoryBankMemory:
+    """A classic :class:`MemoryBankMemory` for ``user`` (see its fields; ``None`` for ``k`` and
+    ``window`` means the bank's ``retrieval.top_k`` and ``history_window``)."""
     from memory_bank.langchain.memory import MemoryBankMemory
 
-    return MemoryBankMemory(bank=bank, user=user, **kwargs)
+    return MemoryBankMemory(
+        bank=bank,
+        user=user,
+        k=k,
+        window=window,
+        reinforce=reinforce,
+        input_key=input_key,
+        output_key=output_key,
+        human_prefix=human_prefix,
+        ai_prefix=ai_prefix,
+        return_messages=return_messages,
+        history_key=history_key,
+        memories_key=memories_key,
+        portrait_key=portrait_key,
+        summary_key=summary_key,
+    )
 
 
-def as_middleware(bank: MemoryBank, user: str | None, **kwargs: Any) -> MemoryBankMiddleware:
+def as_middleware(
+    bank: MemoryBank,
+    user: str | None,
+    *,
+    context_key: str | None = None,
+    k: int | None = None,
+    reinforce: bool = True,
+    store_turns: bool = True,
+) -> MemoryBankMiddleware:
     """A :class:`MemoryBankMiddleware` for ``user`` (or ``user=None, context_key="user_id"``)."""
     from memory_bank.langchain.middleware import MemoryBankMiddleware
 
-    return MemoryBankMiddleware(bank, user, **kwargs)
+    return MemoryBankMiddleware(
+        bank, user, context_key=context_key, k=k, reinforce=reinforce, store_turns=store_turns
+    )
 
 
-def as_loader(bank: MemoryBank, user: str, **kwargs: Any) -> MemoryForgetterLoader:
+def as_loader(
+    bank: MemoryBank,
+    user: str,
+    *,
+    mode: ForgettingMode = "paper",
+    tau: float = 1.0,
+    policy: ForgettingPolicy = "stochastic",
+    threshold: float = 0.05,
+    seed: int | None = None,
+    now: dt.datetime | dt.date | str | None = None,
+    clock: Callable[[], dt.datetime] | None = None,
+    kinds: Iterable[MemoryKind] | None = None,
+    write_back: bool = False,
+) -> MemoryForgetterLoader:
     """A :class:`MemoryForgetterLoader` reading ``user``'s memories from the store."""
     from memory_bank.langchain.loader import MemoryForgetterLoader
 
-    return MemoryForgetterLoader(bank, user, **kwargs)
+    return MemoryForgetterLoader(
+        bank,
+        user,
+        mode=mode,
+        tau=tau,
+        policy=policy,
+        threshold=threshold,
+        seed=seed,
+        now=now,
+        clock=clock,
+        kinds=kinds,
+        write_back=write_back,
+    )

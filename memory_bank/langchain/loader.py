@@ -16,13 +16,13 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from langchain_core.document_loaders import BaseLoader
 from langchain_core.documents import Document
 
-from memory_bank import forgetting
+import memory_bank.forgetting as forgetting
 from memory_bank.bank import MemoryBank
 from memory_bank.errors import InvalidInputError
 from memory_bank.langchain.documents import memory_document, require_user
@@ -104,9 +104,9 @@ class MemoryForgetterLoader(BaseLoader):
         source: str | os.PathLike[str] | MemoryBank,
         user: str,
         *,
-        mode: Literal["paper", "original-code", "off"] = "paper",
+        mode: forgetting.ForgettingMode = "paper",
         tau: float = 1.0,
-        policy: Literal["stochastic", "threshold"] = "stochastic",
+        policy: forgetting.ForgettingPolicy = "stochastic",
         threshold: float = 0.05,
         seed: int | None = None,
         now: When | None = None,
@@ -118,8 +118,10 @@ class MemoryForgetterLoader(BaseLoader):
             raise InvalidInputError(
                 f"unknown forgetting mode {mode!r}; use one of {', '.join(forgetting.MODES)}"
             )
-        if policy not in ("stochastic", "threshold"):
-            raise InvalidInputError(f"unknown forgetting policy {policy!r}; use 'stochastic' or 'threshold'")
+        if policy not in forgetting.POLICIES:
+            raise InvalidInputError(
+                f"unknown forgetting policy {policy!r}; use one of {', '.join(forgetting.POLICIES)}"
+            )
         if tau <= 0:
             raise InvalidInputError(f"tau must be > 0 days, got {tau}")
         self.source = source if isinstance(source, MemoryBank) else Path(source)

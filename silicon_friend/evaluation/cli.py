@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memory_bank.errors import InvalidInputError
+from memory_bank.forgetting import POLICIES
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -51,7 +52,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-new-tokens", type=int, default=200)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--forgetting-tau", type=float, default=1.0, help="for the 'forgetting' system (days)")
-    p.add_argument("--forgetting-policy", choices=["stochastic", "threshold"], default="stochastic")
+    p.add_argument("--forgetting-policy", choices=POLICIES, default="stochastic")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--cache-dir", help="keep embeddings here between runs")
     p.add_argument("--out", required=True, help="results file; the report and charts go next to it")
