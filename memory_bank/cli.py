@@ -8,65 +8,19 @@ never modified.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from memory_bank.cli_support import command, dump_json, extensions, handler, open_bank, progress
 from memory_bank.errors import InvalidInputError, MemoryBankError
 from memory_bank.forgetting import MODES, POLICIES
 
 logger = logging.getLogger("memory_bank.cli")
-
-Handler = Callable[[argparse.Namespace], int]
-_COMMANDS: dict[str, Handler] = {}
-_EXTENSIONS: list[Callable[[argparse._SubParsersAction], None]] = []
-
-
-def command(name: str) -> Callable[[Handler], Handler]:
-    def register(fn: Handler) -> Handler:
-        _COMMANDS[name] = fn
-        return fn
-
-    return register
-
-
-def register_extension(add_parsers: Callable[[argparse._SubParsersAction], None]) -> None:
-    """Let other modules (summaries, evaluation, benchmarks) add subcommands."""
-    _EXTENSIONS.append(add_parsers)
-
-
-def _bank(args: argparse.Namespace, *, create: bool = False):  # type: ignore[no-untyped-def]
-    from memory_bank.bank import MemoryBank
-    from memory_bank.config import load_config
-
-    overrides: dict[str, Any] = {"store": args.store, "language": args.language, "encoder": args.encoder}
-    forget: dict[str, Any] = {}
-    if getattr(args, "mode", None) and args.command != "memories":
-        forget["mode"] = args.mode
-    if getattr(args, "policy", None):
-        forget["policy"] = args.policy
-    if getattr(args, "tau", None) is not None:
-        forget["tau"] = args.tau
-    if forget:
-        overrides["forgetting"] = forget
-    cfg = load_config(args.config, **overrides)
-    from memory_bank.stores import open_storage
-
-    storage = open_storage(cfg.store, create=create)
-    return MemoryBank(cfg, storage=storage)
-
-
-def _dump(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
-
-
-def _progress(total: int, desc: str, unit: str = "memory"):  # type: ignore[no-untyped-def]
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, unit=unit, disable=None, file=sys.stderr)
 
 
 @command("import")
@@ -75,7 +29,7 @@ def _import(args: argparse.Namespace) -> int:
 
     data = load_memory_file(args.file)
     total = sum(len(user_memories(k, v)[0]) for k, v in data.items())
-    with _bank(args, create=True) as bank, _progress(total, "importing") as bar:
+    with open_bank(args, create=True) as bank, progress(total, "importing") as bar:
         counts = import_data(bank, data, replace=args.replace, progress=bar.update)
     print(
         f"imported {sum(counts.values())} memories of {len(counts)} users into {args.store}", file=sys.stderr
@@ -87,10 +41,10 @@ def _import(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from memory_bank.original_format import export_data, write_json_atomic
 
-    with _bank(args) as bank:
+    with open_bank(args) as bank:
         data = export_data(bank, [args.user] if args.user else None)
     if args.out in (None, "-"):
-        _dump(data)
+        dump_json(data)
     else:
         write_json_atomic(args.out, data)
         print(f"exported {len(data)} users to {args.out}", file=sys.stderr)
@@ -99,9 +53,9 @@ def _export(args: argparse.Namespace) -> int:
 
 @command("add")
 def _add(args: argparse.Namespace) -> int:
-    with _bank(args, create=True) as bank:
+    with open_bank(args, create=True) as bank:
         m = bank.add_turn(args.user, args.query, args.response, at=args.at)
-    _dump({"memory_id": m.memory_id, "user": m.user, "date": m.date, "turn": m.turn})
+    dump_json({"memory_id": m.memory_id, "user": m.user, "date": m.date, "turn": m.turn})
     return 0
 
 
@@ -130,19 +84,21 @@ def _read_queries(path: str) -> list[dict[str, str]]:
 
 @command("search")
 def _search(args: argparse.Namespace) -> int:
-    with _bank(args) as bank:
+    with open_bank(args) as bank:
         if args.queries:
             for item in _read_queries(args.queries):
                 hits = bank.search(
                     item["user"], item["query"], args.k, now=args.now, reinforce=args.reinforce
                 )
-                _dump({"user": item["user"], "query": item["query"], "results": [h.to_dict() for h in hits]})
+                dump_json(
+                    {"user": item["user"], "query": item["query"], "results": [h.to_dict() for h in hits]}
+                )
             return 0
         if not args.user or args.query is None:
             raise InvalidInputError("search needs --user and a QUERY (or --queries FILE.jsonl)")
         hits = bank.search(args.user, args.query, args.k, now=args.now, reinforce=args.reinforce)
     if args.json:
-        _dump([h.to_dict() for h in hits])
+        dump_json([h.to_dict() for h in hits])
     else:
         for h in hits:
             m = h.memory
@@ -153,9 +109,9 @@ def _search(args: argparse.Namespace) -> int:
 
 @command("memories")
 def _memories(args: argparse.Namespace) -> int:
-    with _bank(args) as bank:
+    with open_bank(args) as bank:
         rows = bank.memories(args.user, now=args.now, mode=args.mode)
-    items = [
+    items: list[dict[str, Any]] = [
         {
             "memory_id": m.memory_id,
             "user": m.user,
@@ -172,7 +128,7 @@ def _memories(args: argparse.Namespace) -> int:
         for m, r in rows
     ]
     if args.json:
-        _dump(items)
+        dump_json(items)
     else:
         for it in items:
             flag = " [forgotten]" if it["archived"] else ""
@@ -182,10 +138,10 @@ def _memories(args: argparse.Namespace) -> int:
 
 @command("forget")
 def _forget(args: argparse.Namespace) -> int:
-    with _bank(args) as bank:
+    with open_bank(args) as bank:
         reports = bank.forget(args.user, now=args.now, mode=args.mode, seed=args.seed)
     if args.json:
-        _dump({u: r.to_dict() for u, r in reports.items()})
+        dump_json({u: r.to_dict() for u, r in reports.items()})
     else:
         for u, r in reports.items():
             print(f"{u}: forgot {len(r.forgotten)} of {r.examined} memories ({r.mode}, {r.action})")
@@ -194,7 +150,7 @@ def _forget(args: argparse.Namespace) -> int:
 
 @command("delete")
 def _delete(args: argparse.Namespace) -> int:
-    with _bank(args) as bank:
+    with open_bank(args) as bank:
         if args.memory_id:
             m = bank.delete_memory(args.user, args.memory_id)
             print(
@@ -208,14 +164,14 @@ def _delete(args: argparse.Namespace) -> int:
 
 @command("restore")
 def _restore(args: argparse.Namespace) -> int:
-    with _bank(args) as bank:
+    with open_bank(args) as bank:
         bank.restore(args.user, args.memory_id)
     return 0
 
 
 @command("purge")
 def _purge(args: argparse.Namespace) -> int:
-    with _bank(args) as bank:
+    with open_bank(args) as bank:
         n = bank.purge_archived(args.user)
     print(f"purged {n} forgotten memories", file=sys.stderr)
     return 0
@@ -223,10 +179,10 @@ def _purge(args: argparse.Namespace) -> int:
 
 @command("stats")
 def _stats(args: argparse.Namespace) -> int:
-    with _bank(args) as bank:
+    with open_bank(args) as bank:
         stats = bank.stats()
     if args.json:
-        _dump(stats)
+        dump_json(stats)
     else:
         print(f"users: {stats['users']}")
         for kind, n in stats["memories"].items():
@@ -237,7 +193,7 @@ def _stats(args: argparse.Namespace) -> int:
 
 @command("reembed")
 def _reembed(args: argparse.Namespace) -> int:
-    with _bank(args) as bank:
+    with open_bank(args) as bank:
         n = bank.reembed(progress=True)
     print(f"embedded {n} memories with {args.encoder or 'the configured encoder'}", file=sys.stderr)
     return 0
@@ -300,21 +256,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "reembed", parents=[common], help="embed memories that lack a vector from the configured encoder"
     )
-    for extend in _EXTENSIONS:
+    for extend in extensions():
         extend(sub)
     return parser
 
 
-def _load_extensions() -> None:
-    """Subcommands that live in other modules register themselves on import."""
-    import importlib
+#: The modules that own the other commands; each registers its subparsers and handler on import
+#: (see :mod:`memory_bank.cli_support`).
+COMMAND_MODULES = (
+    "memory_bank.summaries.cli",
+    "memory_bank.evaluation.cli",
+    "memory_bank.bench.cli",
+    "memory_bank.migrate_cli",
+)
 
-    for module in (
-        "memory_bank.summaries.cli",
-        "memory_bank.evaluation.cli",
-        "memory_bank.bench",
-        "memory_bank.migrate_cli",
-    ):
+
+def load_commands() -> None:
+    """Import :data:`COMMAND_MODULES` (one whose optional dependency is missing is left out)."""
+    for module in COMMAND_MODULES:
         try:
             importlib.import_module(module)
         except ModuleNotFoundError as e:
@@ -323,7 +282,7 @@ def _load_extensions() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    _load_extensions()
+    load_commands()
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -331,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
-        return _COMMANDS[args.command](args)
+        return handler(args.command)(args)
     except MemoryBankError as e:
         print(f"memorybank: error: {e}", file=sys.stderr)
         return 2

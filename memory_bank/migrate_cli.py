@@ -1,6 +1,6 @@
 """``memorybank migrate --from URL --to URL``: copy a whole store, e.g. SQLite -> PostgreSQL.
 
-Registered as a CLI extension (see :func:`memory_bank.cli.register_extension`).
+Registered as a CLI extension (see :mod:`memory_bank.cli_support`).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from memory_bank.cli import command, register_extension
+from memory_bank.cli_support import command, register_extension
 from memory_bank.errors import InvalidInputError
 
 

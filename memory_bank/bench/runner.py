@@ -11,7 +11,7 @@ medians over ``rounds`` rounds):
 * ``restart_s``: open the store and answer a first search (model loading excluded for every
   system; ``model_load_s`` reports it). ``reembed_s``: what re-embedding every memory costs (the
   original design does it at every login): measured on up to ``embed_limit`` memories, scaled.
-* ``forget_s``: a forgetting pass (paper curve, seeded, about 0.1% forgotten: ``worker.FORGET_RATE``); ``None`` where a
+* ``forget_s``: a forgetting pass (paper curve, seeded, about 0.1% forgotten: ``timing.FORGET_RATE``); ``None`` where a
   system has no forgetting.
 * ``import_turns_per_s``: bulk import of ``imports`` turns into a new user, against
   ``encoder_turns_per_s``, the encoder's own batch speed on the same texts.
@@ -206,10 +206,9 @@ class Runner:
         start = time.perf_counter()
         try:
             if self.cfg.in_process and python is None:
-                from memory_bank.bench import scenarios, worker
+                from memory_bank.bench.worker import run_spec
 
-                kind = spec.get("kind", "size")
-                out = worker.measure(spec) if kind == "size" else getattr(scenarios, kind)(spec)
+                out = run_spec(spec)
             else:
                 spec_file = self.work / f"spec-{label.replace('@', '-')}.json"
                 out_file = spec_file.with_suffix(".out.json")
@@ -247,7 +246,7 @@ class Runner:
     def prepare(self) -> dict[str, Any]:
         """Dialog text, queries, and the pool of real embeddings (timing the encoder)."""
         from memory_bank.bench.data import DialogGenerator
-        from memory_bank.bench.worker import set_threads
+        from memory_bank.bench.timing import set_threads
         from memory_bank.embeddings import get_encoder
 
         c = self.cfg

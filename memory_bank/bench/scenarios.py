@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from memory_bank.bench.worker import FORGET_RATE, Spec, load_turns, pct, peak_rss_mb, set_threads, timed
+from memory_bank.bench.timing import FORGET_RATE, Spec, load_turns, pct, peak_rss_mb, set_threads, timed
 
 
 def _current_rss_mb() -> float:
@@ -25,7 +25,7 @@ def _current_rss_mb() -> float:
 
 
 def users(spec: Spec) -> dict[str, Any]:
-    from memory_bank import MemoryBank
+    from memory_bank.bank import MemoryBank
     from memory_bank.bench.systems import CachingEncoder, MemoryBankSystem, remove
     from memory_bank.embeddings import get_encoder
 
@@ -97,7 +97,7 @@ def users(spec: Spec) -> dict[str, Any]:
 
 def forget_million(spec: Spec) -> dict[str, Any]:
     """One user with ``forget_size`` memories (no vectors: a pass does not read them)."""
-    from memory_bank import MemoryBank
+    from memory_bank.bank import MemoryBank
     from memory_bank.bench.systems import remove
     from memory_bank.embeddings import HashingEncoder
     from memory_bank.records import RETRIEVABLE_KINDS

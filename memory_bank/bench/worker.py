@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import resource
 import statistics
 import sys
 import time
@@ -20,78 +19,17 @@ from typing import Any
 import numpy as np
 
 from memory_bank.bench.data import Turn, synth_vectors
-
-Spec = dict[str, Any]
-
-#: Share of memories a benchmarked forgetting pass forgets: a daily pass in a store that gains
-#: as many memories as it loses (0.1%: 1,000 of a million). ``forget_million`` adds a 1% pass.
-FORGET_RATE = 0.001
-
-
-def pct(values: Sequence[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values, dtype=np.float64), q)) if len(values) else float("nan")
-
-
-def rounds_summary(rounds: list[list[float]], scale: float = 1000.0) -> dict[str, Any]:
-    """p50/p95 per round (in ms) and their medians over the rounds."""
-    p50 = [pct(r, 50) * scale for r in rounds if r]
-    p95 = [pct(r, 95) * scale for r in rounds if r]
-    return {
-        "p50": statistics.median(p50) if p50 else None,
-        "p95": statistics.median(p95) if p95 else None,
-        "rounds_p50": [round(x, 3) for x in p50],
-        "n": sum(len(r) for r in rounds),
-    }
-
-
-def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
-    start = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - start, out
-
-
-class CpuClock:
-    """Collects the CPU time of the calling thread next to wall times: on a machine whose cores
-    are shared, CPU time is close to what the wall time would be on an idle machine."""
-
-    def __init__(self) -> None:
-        self.samples: list[float] = []
-
-    def timed(self, fn: Callable[[], Any]) -> tuple[float, Any]:
-        start, cpu = time.perf_counter(), time.thread_time()
-        out = fn()
-        self.samples.append(time.thread_time() - cpu)
-        return time.perf_counter() - start, out
-
-    def p50_ms(self) -> float | None:
-        return pct(self.samples, 50) * 1000 if self.samples else None
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
-
-
-def load_turns(path: Path, n: int, offset: int = 0) -> list[Turn]:
-    import datetime as dt
-
-    out: list[Turn] = []
-    with path.open(encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            if i < offset:
-                continue
-            if len(out) == n:
-                break
-            q, r, at = json.loads(line)
-            out.append(Turn(q, r, dt.datetime.fromisoformat(at)))
-    return out
-
-
-def set_threads(threads: int | None) -> None:
-    if not threads:
-        return
-    import torch
-
-    torch.set_num_threads(threads)
+from memory_bank.bench.timing import (
+    FORGET_RATE,
+    CpuClock,
+    Spec,
+    load_turns,
+    pct,
+    peak_rss_mb,
+    rounds_summary,
+    set_threads,
+    timed,
+)
 
 
 def _encoder(spec: Spec) -> Any:
@@ -104,7 +42,7 @@ def _encoder(spec: Spec) -> Any:
 
 
 def _make_system(spec: Spec, directory: Path, enc: Any) -> Any:
-    from memory_bank.bench import systems
+    import memory_bank.bench.systems as systems
 
     name = spec["system"]
     if name == "memorybank":
@@ -339,6 +277,17 @@ def measure(spec: Spec) -> dict[str, Any]:
     return out
 
 
+def run_spec(spec: Spec) -> dict[str, Any]:
+    """Run what ``spec`` asks for: one system at one size (``kind`` ``size``, the default) or a
+    scenario of :mod:`memory_bank.bench.scenarios` (``users``, ``forget_million``)."""
+    kind = spec.get("kind", "size")
+    if kind == "size":
+        return measure(spec)
+    import memory_bank.bench.scenarios as scenarios
+
+    return dict(getattr(scenarios, kind)(spec))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     spec = json.loads(Path(args[0]).read_text(encoding="utf-8"))
@@ -346,14 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from memory_bank.bench.mem0_system import prepare_env
 
         prepare_env(Path(spec["workdir"]))
-    kind = spec.get("kind", "size")
-    if kind == "size":
-        result = measure(spec)
-    else:
-        from memory_bank.bench import scenarios
-
-        result = getattr(scenarios, kind)(spec)
-    Path(args[1]).write_text(json.dumps(result), encoding="utf-8")
+    Path(args[1]).write_text(json.dumps(run_spec(spec)), encoding="utf-8")
     return 0
 
 

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from memory_bank.cli import command, register_extension
+from memory_bank.cli_support import command, register_extension
 from memory_bank.errors import InvalidInputError
 
 logger = logging.getLogger(__name__)

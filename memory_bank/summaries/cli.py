@@ -14,7 +14,7 @@ import argparse
 import sys
 from typing import Any
 
-from memory_bank.cli import command, register_extension
+from memory_bank.cli_support import command, dump_json, open_bank, progress, register_extension
 
 
 def _add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -45,31 +45,30 @@ register_extension(_add_parsers)
 
 @command("summarize")
 def _summarize(args: argparse.Namespace) -> int:
-    from memory_bank.cli import _bank, _dump, _progress
     from memory_bank.summaries.config import load_summary_config
     from memory_bank.summaries.state import due_days
 
     cfg = load_summary_config(args.summary_config, language=args.language, llm=args.llm)
     # --language picks the summaries' language only; the store keeps its encoder (which the
     # core's --language would change) so summaries are embedded like the turns they sit with.
-    with _bank(argparse.Namespace(**{**vars(args), "language": None})) as bank:
+    with open_bank(argparse.Namespace(**{**vars(args), "language": None})) as bank:
         users = [bank.user(args.user).name] if args.user else bank.users()
         due = {u: due_days(bank, u, args.now) for u in users}
         if args.dry_run:
             for u, days in due.items():
-                _dump({"user": u, "due_days": days}) if args.json else print(
+                dump_json({"user": u, "due_days": days}) if args.json else print(
                     f"{u}: {', '.join(days) or 'nothing due'}"
                 )
             return 0
         summarizer = _summarizer(bank, cfg)
         reports: list[Any] = []
-        with _progress(sum(len(d) + 1 for d in due.values()), "summarising", unit="step") as bar:
+        with progress(sum(len(d) + 1 for d in due.values()), "summarising", unit="step") as bar:
             for u in users:
                 bar.set_postfix_str(u, refresh=False)
                 reports.append(summarizer.summarize_user(u, now=args.now, progress=bar.update))
     for r in reports:
         if args.json:
-            _dump(r.to_dict())
+            dump_json(r.to_dict())
         else:
             print(
                 f"{r.user}: {len(r.days)} days summarised, {len(r.written)} layers written, "

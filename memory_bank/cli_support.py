@@ -1,0 +1,112 @@
+"""What every ``memorybank`` command is made of: the command registry and the shared helpers.
+
+A command lives in the module that owns its concept (the core commands in
+:mod:`memory_bank.cli`, ``summarize`` in :mod:`memory_bank.summaries.cli`, ``eval`` in
+:mod:`memory_bank.evaluation.cli`, ``bench`` in :mod:`memory_bank.bench.cli`, ``migrate`` in
+:mod:`memory_bank.migrate_cli`). Such a module adds its subparsers with
+:func:`register_extension` and its handler with :func:`command`, and uses the helpers here:
+:func:`open_bank` (a bank from the common ``--store/--config/--language/--encoder`` options),
+:func:`dump_json` (one JSON line on stdout) and :func:`progress` (a bar on stderr).
+
+Example::
+
+    from memory_bank.cli_support import command, dump_json, open_bank, register_extension
+
+    def _add_parsers(sub):
+        p = sub.add_parser("count", help="count a user's memories")
+        p.add_argument("--store", required=True)
+        p.add_argument("--user", required=True)
+
+    register_extension(_add_parsers)
+
+    @command("count")
+    def _count(args):
+        with open_bank(args) as bank:
+            dump_json({"memories": len(bank.memories(args.user))})
+        return 0
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tqdm import tqdm
+
+    from memory_bank.bank import MemoryBank
+
+#: A command's handler: parsed arguments in, exit code out.
+Handler = Callable[[argparse.Namespace], int]
+#: Adds a module's subparsers to the ``memorybank`` command.
+AddParsers = Callable[[Any], None]
+
+_COMMANDS: dict[str, Handler] = {}
+_EXTENSIONS: list[AddParsers] = []
+
+
+def command(name: str) -> Callable[[Handler], Handler]:
+    """Register the decorated function as the handler of subcommand ``name``."""
+
+    def register(fn: Handler) -> Handler:
+        _COMMANDS[name] = fn
+        return fn
+
+    return register
+
+
+def register_extension(add_parsers: AddParsers) -> None:
+    """Register a function that adds subparsers (called with the subparsers action)."""
+    if add_parsers not in _EXTENSIONS:
+        _EXTENSIONS.append(add_parsers)
+
+
+def handler(name: str) -> Handler:
+    """The handler registered for subcommand ``name``."""
+    return _COMMANDS[name]
+
+
+def extensions() -> list[AddParsers]:
+    """The registered subparser builders, in registration order."""
+    return list(_EXTENSIONS)
+
+
+def open_bank(args: argparse.Namespace, *, create: bool = False) -> MemoryBank:
+    """The bank the common options name: ``--store`` (a directory or URL), ``--config`` (YAML;
+    flags override it), ``--language``, ``--encoder`` and the forgetting flags ``--mode``,
+    ``--policy`` and ``--tau`` where a command has them. ``create`` makes a missing store."""
+    from memory_bank.bank import MemoryBank
+    from memory_bank.config import load_config
+    from memory_bank.stores import open_storage
+
+    overrides: dict[str, Any] = {
+        "store": args.store,
+        "language": getattr(args, "language", None),
+        "encoder": getattr(args, "encoder", None),
+    }
+    forget: dict[str, Any] = {}
+    if getattr(args, "mode", None) and getattr(args, "command", None) != "memories":
+        forget["mode"] = args.mode
+    if getattr(args, "policy", None):
+        forget["policy"] = args.policy
+    if getattr(args, "tau", None) is not None:
+        forget["tau"] = args.tau
+    if forget:
+        overrides["forgetting"] = forget
+    cfg = load_config(getattr(args, "config", None), **overrides)
+    return MemoryBank(cfg, storage=open_storage(cfg.store, create=create))
+
+
+def dump_json(obj: Any) -> None:
+    """Write ``obj`` as one JSON line on stdout (non-ASCII text kept as it is)."""
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def progress(total: int, desc: str, unit: str = "memory") -> tqdm[Any]:
+    """A progress bar on stderr (hidden when stderr is not a terminal)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, disable=None, file=sys.stderr)
