@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export GRADIO_ANALYTICS_ENABLED := False
 
-.PHONY: install run test lint typecheck unit clean
+.PHONY: install run test lint typecheck contracts unit clean
 
 install: $(STAMP)
 
@@ -27,7 +27,12 @@ lint: install
 typecheck: install
 	$(VENV)/bin/mypy
 
-test: lint typecheck
+# The layering (pyproject's [tool.importlinter]): the library imports neither the app nor the
+# training stack, fine-tuning never imports the app, and the library has no import cycles.
+contracts: install
+	$(VENV)/bin/lint-imports --no-cache
+
+test: lint typecheck contracts
 	$(PY) -m pytest
 
 # Fast loop while developing: unit tests only.
