@@ -26,6 +26,44 @@ Language = Literal["en", "zh"]
 DEFAULT_ENCODERS: dict[str, str] = {"en": "minilm", "zh": "use-multilingual"}
 
 
+#: Memories retrieved per query and recent turns kept in the prompt: the paper's and the original
+#: code's defaults, defined here once (the bank, its LangChain adapters and SiliconFriend use them).
+DEFAULT_TOP_K = 2
+DEFAULT_HISTORY_WINDOW = 7
+
+
+class SummaryConfig(BaseModel):
+    """How summaries are made (:mod:`memory_bank.summaries`). Every field has a sensible default.
+
+    The ``summaries:`` section of a bank's config, or a file of its own
+    (``configs/summaries.yaml``, see :func:`memory_bank.summaries.config.load_summary_config`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    language: Language | None = Field(None, description="output language; default: the bank's")
+    llm: str | dict[str, Any] | None = Field(
+        None, description="LLM spec (see memory_bank.llm); default: the chat model in use"
+    )
+    max_attempts: int = Field(3, ge=1, description="tries per LLM call before the layer is left for later")
+    backoff_s: float = Field(1.0, ge=0, description="wait before the first retry; doubles each retry")
+    max_backoff_s: float = Field(30.0, ge=0)
+    call_timeout_s: float | None = Field(
+        180.0, gt=0, description="deadline per LLM call, checked while the answer streams"
+    )
+    context_tokens: int | None = Field(
+        None, ge=256, description="the model's context size; default: what the model reports"
+    )
+    default_context_tokens: int = Field(4096, ge=256, description="context size of models that say nothing")
+    output_tokens: int | None = Field(
+        None, ge=16, description="tokens kept free for the answer; default: the model's max_tokens"
+    )
+    default_output_tokens: int = Field(400, ge=16)
+    safety_tokens: int = Field(64, ge=0, description="margin for chat-template tokens and miscounts")
+    max_summary_chars: int = Field(2000, ge=100, description="longer answers are cut at a sentence end")
+    min_words: int = Field(3, ge=1, description="shorter answers count as junk (CJK: 2 chars per word)")
+    max_depth: int = Field(6, ge=1, description="combine rounds for very long inputs before giving up")
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
@@ -47,7 +85,7 @@ class ForgettingConfig(_Strict):
 class RetrievalConfig(_Strict):
     """Hybrid retrieval: dense cosine + CJK-aware BM25 + date hints + neighbouring-turn context."""
 
-    top_k: int = Field(2, ge=1, le=1000)
+    top_k: int = Field(DEFAULT_TOP_K, ge=1, le=1000)
     dense_weight: float = Field(1.0, ge=0)
     lexical_weight: float = Field(0.4, ge=0, description="weight of BM25 (scaled to 0..1 per query)")
     date_weight: float = Field(0.5, ge=0, description="bonus for memories on a day the query names")
@@ -82,10 +120,13 @@ class MemoryBankConfig(_Strict):
     language: Language = "en"
     encoders: dict[str, str] = Field(default_factory=lambda: dict(DEFAULT_ENCODERS))
     encoder: str | None = Field(None, description="overrides encoders[language]")
-    history_window: int = Field(7, ge=0, description="recent turns kept in the prompt")
+    history_window: int = Field(DEFAULT_HISTORY_WINDOW, ge=0, description="recent turns kept in the prompt")
     max_cached_users: int = Field(256, ge=1, description="per-user index partitions kept in memory")
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
     forgetting: ForgettingConfig = Field(default_factory=ForgettingConfig)
+    summaries: SummaryConfig = Field(
+        default_factory=SummaryConfig, description="the summariser's settings (memory_bank.summaries)"
+    )
 
     @field_validator("encoders")
     @classmethod

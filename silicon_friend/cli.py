@@ -31,11 +31,18 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--llm", help="LLM spec (default: the packaged SmolLM2 through llama.cpp)")
     parser.add_argument("--language", choices=["en", "zh"], default="en", help="prompts, UI and encoder")
-    parser.add_argument("--config", help="memory bank YAML config (flags override it)")
+    parser.add_argument(
+        "--config",
+        help="memory bank YAML config: retrieval.top_k, history_window, forgetting, summaries (flags override it)",
+    )
     parser.add_argument("--encoder", help="encoder override: minilm, use-multilingual, hashing or a path")
     parser.add_argument("--forgetting", choices=MODES, help="forgetting mode (default: the config's, off)")
-    parser.add_argument("--top-k", type=int, default=2, help="memories retrieved per reply (0: none)")
-    parser.add_argument("--history-turns", type=int, default=7, help="recent turns kept in the prompt")
+    parser.add_argument(
+        "--top-k", type=int, help="memories retrieved per reply, 0 for none (default: the config's retrieval.top_k, 2)"
+    )
+    parser.add_argument(
+        "--history-turns", type=int, help="recent turns kept in the prompt (default: the config's history_window, 7)"
+    )
     parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--top-p", type=float, default=0.9)
@@ -44,6 +51,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for the model's reply")
     parser.add_argument("--no-summaries", action="store_true", help="no background day summaries")
+    parser.add_argument(
+        "--summary-config",
+        help="summariser YAML (configs/summaries.yaml); overrides the --config file's summaries: section",
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
 
 
@@ -75,6 +86,7 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     from silicon_friend.engine import ChatSettings
     from silicon_friend.runtime import Options
 
+    settings = ChatSettings(temperature=args.temperature, top_p=args.top_p, max_new_tokens=args.max_new_tokens)
     return Options(
         data_dir=args.data_dir,
         llm=args.llm,
@@ -84,14 +96,11 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
         forgetting=args.forgetting,
         context_tokens=args.context_tokens,
         summaries=not args.no_summaries,
+        summary_config=args.summary_config,
         timeout=args.timeout,
-        settings=ChatSettings(
-            temperature=args.temperature,
-            top_p=args.top_p,
-            max_new_tokens=args.max_new_tokens,
-            top_k=args.top_k,
-            history_turns=args.history_turns,
-        ),
+        settings=settings,
+        top_k=args.top_k,
+        history_turns=args.history_turns,
     )
 
 

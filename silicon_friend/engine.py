@@ -32,8 +32,8 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from memory_bank import MemoryBank
-from memory_bank.bank import MAX_TEXT
+from memory_bank.bank import MAX_TEXT, MemoryBank
+from memory_bank.config import DEFAULT_HISTORY_WINDOW, DEFAULT_TOP_K
 from memory_bank.errors import InvalidInputError, MemoryBankError
 from memory_bank.records import Memory
 from memory_bank.text import validate_user
@@ -50,14 +50,16 @@ class ChatSettings:
     """Generation and memory settings of a reply (the web app's sliders).
 
     ``top_k = 0`` retrieves no memories (a no-memory baseline); ``history_turns`` is the number
-    of recent turns of this conversation kept in the prompt (the original's 7).
+    of recent turns of this conversation kept in the prompt. The defaults are the bank config's
+    (2 and the original's 7); :func:`silicon_friend.runtime.build_engine` takes them from the
+    bank's config.
     """
 
     temperature: float = 0.7
     top_p: float = 0.9
     max_new_tokens: int = 256
-    top_k: int = 2
-    history_turns: int = 7
+    top_k: int = DEFAULT_TOP_K
+    history_turns: int = DEFAULT_HISTORY_WINDOW
 
     def __post_init__(self) -> None:
         checks = (

@@ -1,5 +1,11 @@
 """Putting an engine together from command-line style options (used by the web app and the
-terminal chat): the memory bank, the chat model, the summariser and the day-rollover scheduler."""
+terminal chat): the memory bank, the chat model, the summariser and the day-rollover scheduler.
+
+The bank's config (``--config FILE``) is the one source of the memory settings: memories per
+reply (``retrieval.top_k``), the turns kept in the prompt (``history_window``), forgetting and
+the summariser (``summaries:``, or a ``--summary-config`` file over it). Options given
+explicitly (``--top-k``, ``--history-turns``, ``--forgetting``, ``--language``) override it.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from memory_bank import MemoryBank
+from memory_bank.bank import MemoryBank
+from memory_bank.config import SummaryConfig
 from silicon_friend.engine import ChatSettings, SiliconFriend
 from silicon_friend.models import LoadedModel, load_model
 
@@ -19,7 +26,11 @@ DEFAULT_DATA_DIR = "./memorybank_data"
 
 @dataclasses.dataclass
 class Options:
-    """What the ``silicon-friend`` commands configure."""
+    """What the ``silicon-friend`` commands configure.
+
+    ``top_k`` and ``history_turns`` left ``None`` come from the bank's config; ``settings``
+    holds the generation settings (temperature, top-p, reply length).
+    """
 
     data_dir: str = DEFAULT_DATA_DIR
     llm: str | None = None
@@ -29,8 +40,11 @@ class Options:
     forgetting: str | None = None
     context_tokens: int | None = None
     summaries: bool = True
+    summary_config: str | None = None
     timeout: float = 180.0
     settings: ChatSettings = dataclasses.field(default_factory=ChatSettings)
+    top_k: int | None = None
+    history_turns: int | None = None
 
 
 def open_bank(options: Options) -> MemoryBank:
@@ -44,14 +58,47 @@ def open_bank(options: Options) -> MemoryBank:
     return MemoryBank.open(Path(options.data_dir).expanduser(), config_file=options.config, **overrides)
 
 
-def summaries_for(bank: MemoryBank, model: LoadedModel, language: str) -> tuple[Any, Any]:
-    """A ``(Summarizer, RolloverScheduler)`` pair, or ``(None, None)`` if the summaries package is absent."""
+def chat_settings(options: Options, bank: MemoryBank) -> ChatSettings:
+    """``options.settings`` with the memory settings filled in: the explicit options, else the
+    bank's config (``retrieval.top_k``, ``history_window``)."""
+    return dataclasses.replace(
+        options.settings,
+        top_k=bank.config.retrieval.top_k if options.top_k is None else options.top_k,
+        history_turns=bank.config.history_window if options.history_turns is None else options.history_turns,
+    )
+
+
+def summary_config(options: Options, bank: MemoryBank) -> SummaryConfig:
+    """The summariser's config: the bank config's ``summaries:`` section, then the
+    ``--summary-config`` file over it, in the chat's language unless one of them names one."""
+    from memory_bank.summaries.config import load_summary_config
+
+    cfg = load_summary_config(options.summary_config, base=bank.config.summaries)
+    return cfg if cfg.language else cfg.model_copy(update={"language": options.language})
+
+
+def summaries_for(
+    bank: MemoryBank, model: LoadedModel, language: str, config: SummaryConfig | None = None
+) -> tuple[Any, Any]:
+    """A ``(Summarizer, RolloverScheduler)`` pair, or ``(None, None)`` if the summaries package is absent.
+
+    The summaries are made by ``config.llm`` when it names a model, else by the chat model.
+    """
     try:
         from memory_bank.summaries import RolloverScheduler, Summarizer
     except ImportError as e:
         logger.warning("day summaries are off: %s", e)
         return None, None
-    summarizer = Summarizer(bank, model.chat_model, language)
+    config = config or SummaryConfig()
+    chat_model = model.chat_model
+    if config.llm is not None:
+        from memory_bank.llm import build_chat_model, parse_llm_spec
+
+        spec = parse_llm_spec(config.llm)
+        if spec.n_ctx and not config.context_tokens:
+            config = config.model_copy(update={"context_tokens": spec.n_ctx})
+        chat_model = build_chat_model(spec)
+    summarizer = Summarizer(bank, chat_model, config.language or language, config=config)
     return summarizer, RolloverScheduler(summarizer)
 
 
@@ -63,12 +110,12 @@ def build_engine(
     bank = bank or open_bank(options)
     summarizer = scheduler = None
     if options.summaries:
-        summarizer, scheduler = summaries_for(bank, model, options.language)
+        summarizer, scheduler = summaries_for(bank, model, options.language, summary_config(options, bank))
     return SiliconFriend(
         bank,
         model,
         language=options.language,
-        settings=options.settings,
+        settings=chat_settings(options, bank),
         summarizer=summarizer,
         scheduler=scheduler,
         first_token_timeout=options.timeout,

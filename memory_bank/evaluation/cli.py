@@ -46,6 +46,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _forgetting_args(p: argparse.ArgumentParser) -> None:
+    from memory_bank.config import DEFAULT_TOP_K
     from memory_bank.evaluation.locomo_run import RECOMMENDED_FORGETTING
     from memory_bank.forgetting import POLICIES
 
@@ -65,7 +66,7 @@ def _forgetting_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--recall-k",
         type=int,
-        default=2,
+        default=DEFAULT_TOP_K,
         help="while replaying, each utterance recalls (reinforces) this many memories (0: none)",
     )
 

@@ -34,7 +34,10 @@ def _add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--language", choices=["en", "zh"], help="summary language (default: the store's)")
     p.add_argument("--encoder", help="encoder for indexing the summaries (default: the configured one)")
     p.add_argument("--now", help="today (YYYY-MM-DD): days before it are over (default: today)")
-    p.add_argument("--summary-config", help="summariser YAML config (configs/summaries.yaml)")
+    p.add_argument(
+        "--summary-config",
+        help="summariser YAML config (configs/summaries.yaml); overrides the --config file's summaries:",
+    )
     p.add_argument("--dry-run", action="store_true", help="list the due days; call no LLM")
     p.add_argument("--json", action="store_true", help="one JSON report per user on stdout")
     p.add_argument("-v", "--verbose", action="store_true")
@@ -48,10 +51,13 @@ def _summarize(args: argparse.Namespace) -> int:
     from memory_bank.summaries.config import load_summary_config
     from memory_bank.summaries.state import due_days
 
-    cfg = load_summary_config(args.summary_config, language=args.language, llm=args.llm)
     # --language picks the summaries' language only; the store keeps its encoder (which the
     # core's --language would change) so summaries are embedded like the turns they sit with.
     with open_bank(argparse.Namespace(**{**vars(args), "language": None})) as bank:
+        # The --config file's summaries: section, then --summary-config, then the flags.
+        cfg = load_summary_config(
+            args.summary_config, base=bank.config.summaries, language=args.language, llm=args.llm
+        )
         users = [bank.user(args.user).name] if args.user else bank.users()
         due = {u: due_days(bank, u, args.now) for u in users}
         if args.dry_run:

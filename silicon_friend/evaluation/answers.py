@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from memory_bank.config import DEFAULT_TOP_K
 from memory_bank.errors import InvalidInputError
 from memory_bank.evaluation.paper import Question
 from memory_bank.records import MemoryKind
@@ -49,7 +50,7 @@ METRICS = ("retrieval_accuracy", "evidence_hit", "correctness", "coherence", "ra
 @dataclasses.dataclass
 class AnswerSettings:
     systems: Sequence[str] = ("memorybank", "no-memory")
-    k: int = 2
+    k: int = DEFAULT_TOP_K
     language: str = "en"
     summarize: bool = False
     now: str | None = None

@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from memory_bank.config import DEFAULT_TOP_K
 from memory_bank.errors import InvalidInputError
 from memory_bank.forgetting import POLICIES
 
@@ -44,7 +45,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--summarize", action="store_true", help="make daily/global summaries first (LLM calls)")
     p.add_argument("--summary-llm", help="LLM spec for the summaries (default: the backbone)")
-    p.add_argument("--k", type=int, default=2, help="memories retrieved per question (the paper's 2)")
+    p.add_argument(
+        "--k", type=int, default=DEFAULT_TOP_K, help=f"memories retrieved per question (the paper's {DEFAULT_TOP_K})"
+    )
     p.add_argument("--language", choices=["en", "zh"], default="en")
     p.add_argument("--now", help="day the questions are asked (default: the day after the last memory)")
     p.add_argument("--limit", type=int, help="only the first N questions (a smoke run)")

@@ -325,7 +325,7 @@ class WebApp:
                         max_tokens = gr.Slider(
                             16, 2048, value=s.max_new_tokens, step=16, label=t.max_new_tokens
                         )
-                        top_k = gr.Slider(0, 10, value=s.top_k, step=1, label=t.top_k)
+                        top_k = gr.Slider(0, max(10, s.top_k), value=s.top_k, step=1, label=t.top_k)
                 with gr.Tab(t.memories_tab, id="memories") as memories_tab:
                     refresh = gr.Button(t.refresh, elem_id="sf-refresh")
                     table = gr.Dataframe(
