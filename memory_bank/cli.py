@@ -19,6 +19,7 @@ from typing import Any
 from memory_bank.cli_support import command, dump_json, extensions, handler, open_bank, progress
 from memory_bank.errors import InvalidInputError, MemoryBankError
 from memory_bank.forgetting import MODES, POLICIES
+from memory_bank.languages import LANGUAGES
 
 logger = logging.getLogger("memory_bank.cli")
 
@@ -205,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--store", required=True, help="memory store: a directory, sqlite:///DIR or postgresql://user@host/db"
     )
     common.add_argument("--config", help="YAML config file; flags override it")
-    common.add_argument("--language", choices=["en", "zh"], help="language (picks the default encoder)")
+    common.add_argument("--language", choices=LANGUAGES, help="language (picks the default encoder)")
     common.add_argument(
         "--encoder", help="encoder: minilm, use-multilingual, hashing, or a sentence-transformers path"
     )

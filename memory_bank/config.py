@@ -18,8 +18,19 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from memory_bank.errors import ConfigError
 from memory_bank.forgetting import ForgettingMode, ForgettingPolicy
+from memory_bank.languages import Language
 
-Language = Literal["en", "zh"]
+__all__ = [
+    "DEFAULT_ENCODERS",
+    "DEFAULT_HISTORY_WINDOW",
+    "DEFAULT_TOP_K",
+    "ForgettingConfig",
+    "Language",
+    "MemoryBankConfig",
+    "RetrievalConfig",
+    "SummaryConfig",
+    "load_config",
+]
 
 #: Offline encoders that ship inside packages, per language. Any sentence-transformers model
 #: name or path (e.g. the paper's GanymedeNil/text2vec-large-chinese) can be configured instead.

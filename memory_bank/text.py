@@ -17,9 +17,11 @@ import unicodedata
 
 from memory_bank.errors import InvalidInputError
 
-_CJK = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
-_TOKEN_RE = re.compile(rf"[{_CJK}]+|[^\W_]+", re.UNICODE)
-_CJK_RE = re.compile(rf"[{_CJK}]")
+#: The CJK letters (ideographs, kana, hangul) as a regex character-class body: the one definition
+#: the tokenizer and the summaries' language checks share.
+CJK_CHARS = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
+CJK_RE = re.compile(rf"[{CJK_CHARS}]")
+_TOKEN_RE = re.compile(rf"[{CJK_CHARS}]+|[^\W_]+", re.UNICODE)
 
 _EN_STOP = frozenset(
     [
@@ -207,7 +209,7 @@ def tokenize(text: str) -> list[str]:
     """Index tokens of ``text`` (English and CJK; see the module docstring)."""
     tokens: list[str] = []
     for run in _TOKEN_RE.findall(unicodedata.normalize("NFKC", text).lower()):
-        if run.isascii() or not _CJK_RE.match(run):
+        if run.isascii() or not CJK_RE.match(run):
             token = _word_token(run)
             if token is not None:
                 tokens.append(token)
@@ -219,7 +221,7 @@ def tokenize(text: str) -> list[str]:
 
 
 def has_cjk(text: str) -> bool:
-    return _CJK_RE.search(text) is not None
+    return CJK_RE.search(text) is not None
 
 
 _MONTH_NAMES = (  # full name first, then abbreviations

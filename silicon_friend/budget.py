@@ -18,12 +18,14 @@ a reply, :class:`PromptTooLongError` says so.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable, Sequence
 
+from memory_bank.llm import estimate_tokens
 from memory_bank.records import Memory
 from silicon_friend.errors import PromptTooLongError
 from silicon_friend.prompts import PromptTexts, fill
+
+__all__ = ["FittedPrompt", "PromptPlan", "TokenCounter", "count_messages", "estimate_tokens", "fit_prompt"]
 
 TokenCounter = Callable[[str], int]
 
@@ -34,16 +36,6 @@ REPLY_PRIMER = 4
 SAFETY_MARGIN = 16
 #: A too-long memory, portrait or summary is shortened only if at least this many tokens are left.
 MIN_PIECE_TOKENS = 24
-
-
-def estimate_tokens(text: str) -> int:
-    """A conservative token estimate when the model's tokenizer is not at hand.
-
-    About 3 characters per token for Latin text and 2 tokens per CJK or other non-ASCII
-    character (what small byte-level BPE vocabularies such as SmolLM2's produce).
-    """
-    ascii_chars = sum(1 for c in text if ord(c) < 128)
-    return math.ceil(ascii_chars / 3) + 2 * (len(text) - ascii_chars)
 
 
 @dataclasses.dataclass

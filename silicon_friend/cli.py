@@ -20,6 +20,7 @@ import sys
 from collections.abc import Sequence
 
 from memory_bank.forgetting import MODES
+from memory_bank.languages import LANGUAGES
 from silicon_friend import __version__
 
 logger = logging.getLogger("silicon_friend.cli")
@@ -30,7 +31,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--data-dir", default="./memorybank_data", help="memory store directory (default: ./memorybank_data)"
     )
     parser.add_argument("--llm", help="LLM spec (default: the packaged SmolLM2 through llama.cpp)")
-    parser.add_argument("--language", choices=["en", "zh"], default="en", help="prompts, UI and encoder")
+    parser.add_argument("--language", choices=LANGUAGES, default="en", help="prompts, UI and encoder")
     parser.add_argument(
         "--config",
         help="memory bank YAML config: retrieval.top_k, history_window, forgetting, summaries (flags override it)",

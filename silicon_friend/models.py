@@ -21,7 +21,8 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
-from silicon_friend.budget import TokenCounter, estimate_tokens
+from memory_bank.llm import estimate_tokens
+from silicon_friend.budget import TokenCounter
 from silicon_friend.errors import ModelError, ModelTimeoutError
 
 logger = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ class LoadedModel:
 
 def token_counter_for(model: BaseChatModel) -> TokenCounter:
     """The model's own token counter where it has one (llama.cpp, hf), else
-    :func:`silicon_friend.budget.estimate_tokens`, which errs on the high side (a remote server's
+    :func:`memory_bank.llm.estimate_tokens`, which errs on the high side (a remote server's
     tokenizer is unknown, and an overfull prompt is a failed reply)."""
     counter = getattr(model, "count_tokens", None)
     if callable(counter):

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from memory_bank.errors import InvalidInputError
+from memory_bank.languages import LANGUAGES, WORDS, pick
 from memory_bank.records import Memory, MemoryKind
 
-LANGUAGES = ("en", "zh")
+__all__ = ["LANGUAGES", "PROMPTS", "PromptTexts", "fill", "prompt_texts"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,7 +63,7 @@ PROMPTS: dict[str, PromptTexts] = {
         memories_heading="Memories related to {user}'s message:",
         portrait_heading="What you know about {user}'s personality, and how best to talk with them:",
         summary_heading="Summary of past events with {user}:",
-        day_summary_label="summary of the day",
+        day_summary_label=WORDS["en"].day_summary,
         truncated=" […]",
         language_rule="Reply in English, briefly and naturally, as {bot}.",
     ),
@@ -79,7 +79,7 @@ PROMPTS: dict[str, PromptTexts] = {
         memories_heading="与{user}这句话相关的记忆：",
         portrait_heading="你对{user}性格的了解，以及与其交流的最佳方式：",
         summary_heading="与{user}过往事件的总结：",
-        day_summary_label="当天总结",
+        day_summary_label=WORDS["zh"].day_summary,
         truncated="[…]",
         language_rule="请以{bot}的身份，用中文简洁自然地回复。",
     ),
@@ -88,12 +88,7 @@ PROMPTS: dict[str, PromptTexts] = {
 
 def prompt_texts(language: str) -> PromptTexts:
     """The prompt table of ``language`` (``en`` or ``zh``)."""
-    try:
-        return PROMPTS[language]
-    except KeyError:
-        raise InvalidInputError(
-            f"unsupported language {language!r}; use one of {', '.join(LANGUAGES)}"
-        ) from None
+    return pick(PROMPTS, language, "SiliconFriend prompts")
 
 
 def fill(template: str, *, user: str, bot: str, today: str = "") -> str:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from memory_bank.cli_support import command, register_extension
 from memory_bank.errors import InvalidInputError
+from memory_bank.languages import LANGUAGES
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ def _add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--questions", required=True, help="probing questions, one {user: [questions]} per line")
     p.add_argument("--labels", help="our labels (evidence turns, answers): prints hit@k and recall@k")
     p.add_argument("--k", type=int, default=3, help="memories retrieved per question (default 3)")
-    p.add_argument("--language", choices=["en", "zh"], default="en")
+    p.add_argument("--language", choices=LANGUAGES, default="en")
     p.add_argument("--store", help="store to use (default: a temporary one); existing users are reused")
     p.add_argument("--now", help="day the questions are asked (default: the day after the last memory)")
     p.add_argument(

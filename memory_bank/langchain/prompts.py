@@ -13,23 +13,21 @@ from collections.abc import Sequence
 
 from langchain_core.prompts import PromptTemplate
 
-from memory_bank.errors import InvalidInputError
+from memory_bank.languages import memory_words, pick
 from memory_bank.records import MemoryKind, SearchResult
 
 
 @dataclasses.dataclass(frozen=True)
 class PromptText:
-    """Fixed wording for one language."""
+    """Fixed wording for one language (the speaker labels and the day-summary label are the
+    shared :mod:`memory_bank.languages` words)."""
 
     intro: str
     memories: str
     portrait: str
     summary: str
     instruction: str
-    daily_summary: str
     conversation: str
-    user_label: str
-    ai_label: str
 
 
 PROMPTS: dict[str, PromptText] = {
@@ -40,10 +38,7 @@ PROMPTS: dict[str, PromptText] = {
         portrait="The user's personality, and how to respond to them:",
         summary="Summary of past events with this user:",
         instruction="Use these memories when they are relevant to the current message; do not invent memories.",
-        daily_summary="Summary of the day",
         conversation="Current conversation:",
-        user_label="User",
-        ai_label="AI",
     ),
     "zh": PromptText(
         intro="以下是用户与一位拥有长期记忆的 AI 之间的友好对话。",
@@ -51,22 +46,14 @@ PROMPTS: dict[str, PromptText] = {
         portrait="用户的性格，以及应当如何回应他/她：",
         summary="与该用户过去事件的总结：",
         instruction="当这些记忆与当前消息相关时，请自然地使用它们；不要编造记忆。",
-        daily_summary="当天总结",
         conversation="当前对话：",
-        user_label="用户",
-        ai_label="AI",
     ),
 }
 
 
 def prompt_text(language: str) -> PromptText:
     """The wording for ``language`` (``en`` or ``zh``)."""
-    try:
-        return PROMPTS[language]
-    except KeyError:
-        raise InvalidInputError(
-            f"no memory prompt for language {language!r}; use one of {', '.join(PROMPTS)}"
-        ) from None
+    return pick(PROMPTS, language, "memory prompt")
 
 
 def format_memories(
@@ -84,9 +71,9 @@ def format_memories(
     >>> format_memories([SearchResult(m, 0.9, 1.0)])
     '[2023-05-04] User: I got a cat. AI: Nice!'
     """
-    text = prompt_text(language)
-    human_prefix = human_prefix or text.user_label
-    ai_prefix = ai_prefix or text.ai_label
+    words = memory_words(language)
+    human_prefix = human_prefix or words.user
+    ai_prefix = ai_prefix or words.ai
     lines = []
     for r in results:
         m = r.memory
@@ -95,7 +82,7 @@ def format_memories(
             if m.response:
                 body += f" {ai_prefix}: {m.response}"
         elif m.kind is MemoryKind.DAILY_SUMMARY:
-            body = f"{text.daily_summary}: {m.text}"
+            body = f"{words.day_summary}: {m.text}"
         else:
             body = m.text
         lines.append(f"[{m.date}] {' '.join(body.split())}")

@@ -21,12 +21,12 @@ from langchain_core.output_parsers import BaseOutputParser
 from langchain_core.prompts import ChatPromptTemplate
 
 from memory_bank.summaries.prompts import LanguagePack, Task, language_pack
+from memory_bank.text import CJK_RE
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
     from langchain_core.runnables import Runnable
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])")
 _LIST_MARK = re.compile(r"^(?:\d{1,2}[.)、]|[-*•])\s*")
@@ -161,9 +161,9 @@ def junk_reason(text: str, pack: LanguagePack, task: Task, min_words: int = 3) -
     """Why ``text`` is not a usable summary, or ``None`` if it is."""
     if not text.strip():
         return "empty"
-    cjk = len(_CJK.findall(text))
+    cjk = len(CJK_RE.findall(text))
     latin = sum(len(w) for w in _WORD.findall(text)) - cjk
-    if len(_WORD.findall(_CJK.sub(" ", text))) + cjk / 2 < min_words:
+    if len(_WORD.findall(CJK_RE.sub(" ", text))) + cjk / 2 < min_words:
         return "too short"
     folded = text.casefold()
     if any(marker in folded for marker in pack.junk_markers):

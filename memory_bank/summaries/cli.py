@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from memory_bank.cli_support import command, dump_json, open_bank, progress, register_extension
+from memory_bank.languages import LANGUAGES
 
 
 def _add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -31,7 +32,7 @@ def _add_parsers(sub: argparse._SubParsersAction) -> None:
         "--llm",
         help="LLM spec, e.g. llamacpp, llamacpp:/m.gguf, openai:gpt-4o-mini (default: packaged SmolLM2)",
     )
-    p.add_argument("--language", choices=["en", "zh"], help="summary language (default: the store's)")
+    p.add_argument("--language", choices=LANGUAGES, help="summary language (default: the store's)")
     p.add_argument("--encoder", help="encoder for indexing the summaries (default: the configured one)")
     p.add_argument("--now", help="today (YYYY-MM-DD): days before it are over (default: today)")
     p.add_argument(

@@ -19,6 +19,8 @@ import re
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from memory_bank.languages import WORDS, pick
+
 
 class Task(str, enum.Enum):
     """What one LLM call makes."""
@@ -132,8 +134,8 @@ _EN = LanguagePack(
         }
     ),
     retry_note=" Use your own words; do not copy the text above.",
-    user_label="User",
-    ai_label="AI",
+    user_label=WORDS["en"].user,
+    ai_label=WORDS["en"].ai,
     part_note=" (part {part} of {parts})",
     part_label="Part {part}",
     period="{first} to {last}",
@@ -193,8 +195,8 @@ _ZH = LanguagePack(
         }
     ),
     retry_note="请用自己的话概括，不要照抄上面的内容。",
-    user_label="用户",
-    ai_label="AI",
+    user_label=WORDS["zh"].user,
+    ai_label=WORDS["zh"].ai,
     part_note="（第{part}部分，共{parts}部分）",
     part_label="第{part}部分",
     period="{first}至{last}",
@@ -220,12 +222,4 @@ LANGUAGES: Mapping[str, LanguagePack] = MappingProxyType({"en": _EN, "zh": _ZH})
 
 def language_pack(language: str) -> LanguagePack:
     """The pack for ``language`` (``en`` or ``zh``; ``cn`` is accepted as the original code's name)."""
-    from memory_bank.errors import InvalidInputError
-
-    key = "zh" if language == "cn" else language
-    try:
-        return LANGUAGES[key]
-    except KeyError:
-        raise InvalidInputError(
-            f"no summary prompts for language {language!r}; use one of {', '.join(LANGUAGES)}"
-        ) from None
+    return pick(LANGUAGES, "zh" if language == "cn" else language, "summary prompts")

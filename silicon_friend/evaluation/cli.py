@@ -19,6 +19,7 @@ from typing import Any
 from memory_bank.config import DEFAULT_TOP_K
 from memory_bank.errors import InvalidInputError
 from memory_bank.forgetting import POLICIES
+from memory_bank.languages import LANGUAGES
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -48,7 +49,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--k", type=int, default=DEFAULT_TOP_K, help=f"memories retrieved per question (the paper's {DEFAULT_TOP_K})"
     )
-    p.add_argument("--language", choices=["en", "zh"], default="en")
+    p.add_argument("--language", choices=LANGUAGES, default="en")
     p.add_argument("--now", help="day the questions are asked (default: the day after the last memory)")
     p.add_argument("--limit", type=int, help="only the first N questions (a smoke run)")
     p.add_argument("--users", help="only these users (comma-separated)")

@@ -24,6 +24,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from memory_bank.languages import pick
+
 logger = logging.getLogger(__name__)
 
 JUDGE_VERSION = "judge-v1"
@@ -111,13 +113,7 @@ PROMPTS: dict[str, JudgePrompts] = {
 
 
 def prompts_for(language: str) -> JudgePrompts:
-    from memory_bank.errors import InvalidInputError
-
-    if language not in PROMPTS:
-        raise InvalidInputError(
-            f"no judge prompts for language {language!r}; use one of {', '.join(PROMPTS)}"
-        )
-    return PROMPTS[language]
+    return pick(PROMPTS, language, "judge prompts")
 
 
 def prompt_hash() -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from memory_bank.errors import InvalidInputError
+from memory_bank.languages import pick
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,7 +143,4 @@ UI: dict[str, UITexts] = {
 
 
 def ui_texts(language: str) -> UITexts:
-    try:
-        return UI[language]
-    except KeyError:
-        raise InvalidInputError(f"unsupported language {language!r}; use one of {', '.join(UI)}") from None
+    return pick(UI, language, "interface texts")
