@@ -4,6 +4,8 @@ the turns kept in the prompt (history_window), forgetting and the summariser (su
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +37,16 @@ def config_file(tmp_path: Path) -> Path:
     return path
 
 
-def _engine(argv: list[str], echo: EchoChatModel) -> Any:
+@contextlib.contextmanager
+def _engine(argv: list[str], echo: EchoChatModel) -> Iterator[Any]:
     """The engine ``silicon-friend chat ARGV`` would run (with the echo model as backbone)."""
     options = cli._options(cli.build_parser().parse_args(["chat", *argv]))
-    return runtime.build_engine(options, model=prepare_model(echo, context_tokens=8192))
+    engine = runtime.build_engine(options, model=prepare_model(echo, context_tokens=8192))
+    try:
+        yield engine
+    finally:
+        engine.close()
+        engine.bank.close()
 
 
 def _chat(engine: Any, n: int) -> Any:
@@ -50,54 +58,38 @@ def _chat(engine: Any, n: int) -> Any:
 
 def test_config_top_k_and_history_window_reach_the_prompt(tmp_path, config_file) -> None:  # type: ignore[no-untyped-def]
     echo = EchoChatModel()
-    engine = _engine(["--config", str(config_file), "--data-dir", str(tmp_path / "d")], echo)
-    try:
+    with _engine(["--config", str(config_file), "--data-dir", str(tmp_path / "d")], echo) as engine:
         assert (engine.settings.top_k, engine.settings.history_turns) == (5, 3)
         session = _chat(engine, 9)
         fitted = engine.prepare(session, "What does my cat Miso like?")
         assert fitted.history_turns == 3  # the config's history_window, not the original's 7
         assert len(fitted.memories) == 5  # the config's top_k, not the paper's 2
         assert engine.bank.config.forgetting.mode == "paper" and engine.bank.config.forgetting.tau == 2.0
-    finally:
-        engine.close()
-        engine.bank.close()
 
 
 def test_flags_override_the_config(tmp_path, config_file) -> None:  # type: ignore[no-untyped-def]
     argv = ["--config", str(config_file), "--data-dir", str(tmp_path / "d"), "--top-k", "1",
             "--history-turns", "2", "--forgetting", "off"]  # fmt: skip
-    engine = _engine(argv, EchoChatModel())
-    try:
+    with _engine(argv, EchoChatModel()) as engine:
         assert (engine.settings.top_k, engine.settings.history_turns) == (1, 2)
         assert engine.bank.config.forgetting.mode == "off"
         session = _chat(engine, 6)
         fitted = engine.prepare(session, "What does my cat Miso like?")
         assert fitted.history_turns == 2 and len(fitted.memories) == 1
-    finally:
-        engine.close()
-        engine.bank.close()
 
 
 def test_without_a_config_the_paper_defaults_apply(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    engine = _engine(["--data-dir", str(tmp_path / "d"), "--encoder", "hashing"], EchoChatModel())
-    try:
+    with _engine(["--data-dir", str(tmp_path / "d"), "--encoder", "hashing"], EchoChatModel()) as engine:
         assert (engine.settings.top_k, engine.settings.history_turns) == (2, 7)
-    finally:
-        engine.close()
-        engine.bank.close()
 
 
 def test_the_summaries_section_reaches_the_summariser(tmp_path, config_file) -> None:  # type: ignore[no-untyped-def]
     echo = EchoChatModel()
-    engine = _engine(["--config", str(config_file), "--data-dir", str(tmp_path / "d"), "--language", "zh"], echo)
-    try:
+    with _engine(["--config", str(config_file), "--data-dir", str(tmp_path / "d"), "--language", "zh"], echo) as engine:
         cfg = engine.summarizer.config
         assert (cfg.max_attempts, cfg.backoff_s, cfg.min_words) == (5, 0.25, 4)
         assert engine.summarizer.language == "zh" and engine.summarizer.chat_model is echo
         assert engine.scheduler.summarizer is engine.summarizer
-    finally:
-        engine.close()
-        engine.bank.close()
 
 
 def test_a_summary_config_file_overrides_the_section(tmp_path, config_file) -> None:  # type: ignore[no-untyped-def]
@@ -105,14 +97,10 @@ def test_a_summary_config_file_overrides_the_section(tmp_path, config_file) -> N
     own.write_text("max_attempts: 2\nlanguage: en\n", encoding="utf-8")
     argv = ["--config", str(config_file), "--summary-config", str(own), "--data-dir", str(tmp_path / "d"),
             "--language", "zh"]  # fmt: skip
-    engine = _engine(argv, EchoChatModel())
-    try:
+    with _engine(argv, EchoChatModel()) as engine:
         cfg = engine.summarizer.config
         assert cfg.max_attempts == 2 and cfg.backoff_s == 0.25  # the file over the section
         assert engine.summarizer.language == "en"  # the summaries' own language wins
-    finally:
-        engine.close()
-        engine.bank.close()
 
 
 def test_a_bad_summaries_section_is_a_one_line_error(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
