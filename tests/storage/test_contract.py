@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memory_bank import InvalidInputError, Memory, MemoryKind, StoreError, UserNotFoundError
-from memory_bank.storage import Storage
+from memory_bank.stores import Storage
 
 ENC = "enc-4"
 TURN_KINDS = (MemoryKind.TURN, MemoryKind.DAILY_SUMMARY)
@@ -250,7 +250,7 @@ def test_snapshot_reads_one_state_while_another_server_writes(stores) -> None:  
 
 
 def test_schema_version_is_recorded_and_a_newer_one_refused(stores) -> None:  # type: ignore[no-untyped-def]
-    from memory_bank.storage import SCHEMA_VERSION
+    from memory_bank.stores import SCHEMA_VERSION
 
     s = stores()
     s.close()
@@ -274,7 +274,7 @@ def test_schema_version_is_recorded_and_a_newer_one_refused(stores) -> None:  # 
 
 def test_both_backends_have_the_same_migrations() -> None:
     """Bumping SCHEMA_VERSION needs a migration in each dialect (and a current _SCHEMA in each)."""
-    from memory_bank import storage, storage_postgres
+    from memory_bank.stores import SCHEMA_VERSION, postgres, sqlite
 
-    assert set(storage_postgres._MIGRATIONS) == set(storage._MIGRATIONS)
-    assert all(v < storage.SCHEMA_VERSION for v in storage_postgres._MIGRATIONS)
+    assert set(postgres.PostgresStorage.MIGRATIONS) == set(sqlite.SQLiteStorage.MIGRATIONS)
+    assert all(v < SCHEMA_VERSION for v in postgres.PostgresStorage.MIGRATIONS)
