@@ -27,7 +27,7 @@ from memory_bank.errors import InvalidInputError, MemoryNotFoundError, UserNotFo
 from memory_bank.index import PartitionCache
 from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind, SearchResult, index_text, turn_text
 from memory_bank.retrieval import rank
-from memory_bank.storage import Storage, UserRecord, VectorBatch
+from memory_bank.stores import Storage, UserRecord, VectorBatch
 from memory_bank.text import parse_day, parse_time, validate_user
 
 logger = logging.getLogger(__name__)
@@ -314,8 +314,8 @@ class MemoryBank:
         reply before ``target`` instead (re-embedded), so no trace of ``target`` is left."""
         day = [
             m
-            for m in self.storage.memories(rec.id, kinds=[MemoryKind.TURN])
-            if m.date == target.date and m.memory_id != target.memory_id
+            for m in self.storage.memories(rec.id, kinds=[MemoryKind.TURN], date=target.date)
+            if m.memory_id != target.memory_id
         ]
         after = [m for m in day if (m.turn or 0) > (target.turn or 0)]
         if not after:
@@ -330,10 +330,10 @@ class MemoryBank:
         self.storage.upsert_memory(rec.id, follower, vector, self.encoder_name)
 
     def _find(self, rec: UserRecord, memory_id: str) -> Memory:
-        for m in self.storage.memories(rec.id):
-            if m.memory_id == memory_id:
-                return m
-        raise MemoryNotFoundError(f"user {rec.name!r} has no memory with id {memory_id!r}")
+        found = self.storage.get_memory(rec.id, memory_id)
+        if found is None:
+            raise MemoryNotFoundError(f"user {rec.name!r} has no memory with id {memory_id!r}")
+        return found
 
     # -- reading ------------------------------------------------------------------------------
     def search(
@@ -400,7 +400,7 @@ class MemoryBank:
         day = _as_date(now, self.clock).isoformat()
         if _memories is None:
             wanted = set(memory_ids)
-            _memories = [m for m in self.storage.memories(rec.id) if m.memory_id in wanted]
+            _memories = self.storage.memories_by_ids(rec.id, wanted)
             missing = wanted - {m.memory_id for m in _memories}
             if missing:
                 raise MemoryNotFoundError(f"user {rec.name!r} has no memory with id {sorted(missing)[0]!r}")
@@ -426,16 +426,18 @@ class MemoryBank:
     def history(self, user: str, *, date: str | None = None) -> list[Memory]:
         """The user's dialog turns (of one day, if given), oldest first; forgotten ones excluded."""
         rec = self.user(user)
-        turns = self.storage.memories(rec.id, kinds=[MemoryKind.TURN], include_archived=False)
-        return [m for m in turns if date is None or m.date == parse_day(date)]
+        day = None if date is None else parse_day(date)
+        return self.storage.memories(rec.id, kinds=[MemoryKind.TURN], include_archived=False, date=day)
 
     def layer(self, user: str, kind: MemoryKind, date: str | None = None) -> Memory | None:
         """A summary layer record (global ones need no date), or ``None`` if not made yet."""
         rec = self.user(user)
-        for m in self.storage.memories(rec.id, kinds=[kind], include_archived=False):
-            if kind.is_global or m.date == date:
-                return m
-        return None
+        if not kind.is_global and date is None:
+            return None
+        found = self.storage.memories(
+            rec.id, kinds=[kind], include_archived=False, date=None if kind.is_global else date
+        )
+        return found[0] if found else None
 
     def profile(self, user: str) -> dict[str, str]:
         """The global layers that go whole into a prompt: event summary and user portrait."""
@@ -529,15 +531,13 @@ class MemoryBank:
     def restore(self, user: str, memory_ids: Sequence[str]) -> None:
         """Bring archived (forgotten) memories back into retrieval."""
         rec = self.user(user)
-        wanted = set(memory_ids)
-        mems = [m for m in self.storage.memories(rec.id) if m.memory_id in wanted]
+        mems = self.storage.memories_by_ids(rec.id, memory_ids)
         self.storage.set_archived(rec.id, [m.rowid or 0 for m in mems], False)
 
     def archive(self, user: str, memory_ids: Sequence[str]) -> None:
         """Take memories out of retrieval without deleting them (undo with :meth:`restore`)."""
         rec = self.user(user)
-        wanted = set(memory_ids)
-        mems = [m for m in self.storage.memories(rec.id) if m.memory_id in wanted]
+        mems = self.storage.memories_by_ids(rec.id, memory_ids)
         self.storage.set_archived(rec.id, [m.rowid or 0 for m in mems], True)
 
     def purge_archived(self, user: str | None = None) -> int:
@@ -545,8 +545,7 @@ class MemoryBank:
         recs = [self.user(user)] if user is not None else self.storage.list_users()
         n = 0
         for rec in recs:
-            gone = [m.rowid or 0 for m in self.storage.memories(rec.id) if m.archived]
-            n += self.storage.delete_memories(rec.id, gone)
+            n += self.storage.delete_archived(rec.id)
         return n
 
     # -- maintenance --------------------------------------------------------------------------

@@ -4,7 +4,7 @@ Each user has their own :class:`Partition`, built from the store's saved vectors
 re-embedding, never from a pickle) and extended in place as memories are added, so a search can
 only ever see that user's memories. :class:`PartitionCache` keeps the most recently used
 partitions in memory (LRU, bounded) and brings a partition up to date with the store when
-another thread or process has written to it (see the counters in :mod:`memory_bank.storage`).
+another thread or process has written to it (see the counters in :mod:`memory_bank.stores.base`).
 
 Dense search is exact (``faiss.IndexFlatIP``) up to :data:`EXACT_SEARCH_LIMIT` memories in a
 partition. Above it, an exact scan reads every vector for every query (154 MB at 100,000
@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 import faiss
 import numpy as np
 
-from memory_bank.storage import VectorBatch
+from memory_bank.stores import VectorBatch
 from memory_bank.text import tokenize
 
 # BM25 parameters (Robertson & Zaragoza's usual values).

@@ -39,7 +39,8 @@ register_extension(_add_parsers)
 
 @command("migrate")
 def _migrate(args: argparse.Namespace) -> int:
-    from memory_bank.stores import describe_store, migrate
+    from memory_bank.stores import describe_store
+    from memory_bank.stores.migrate import migrate
 
     source, target = describe_store(args.source), describe_store(args.target)
     if source == target:

@@ -56,7 +56,8 @@ from memory_bank import Memory, MemoryBank, MemoryKind, load_config, runinfo  # 
 from memory_bank.bench.data import DialogGenerator  # noqa: E402
 from memory_bank.embeddings import Encoder, HashingEncoder, get_encoder  # noqa: E402
 from memory_bank.index import Partition  # noqa: E402
-from memory_bank.storage import SQLiteStorage, Storage, VectorBatch  # noqa: E402
+from memory_bank.stores import Storage, VectorBatch  # noqa: E402
+from memory_bank.stores.sqlite import SQLiteStorage  # noqa: E402
 
 USER = "bench-user"
 
@@ -197,7 +198,7 @@ def main() -> int:
     if args.pg:
         import psycopg
 
-        from memory_bank.storage_postgres import PostgresStorage
+        from memory_bank.stores.postgres import PostgresStorage
 
         with psycopg.connect(args.pg, autocommit=True) as conn:
             for key in ("server_version", "fsync", "synchronous_commit", "shared_buffers", "wal_sync_method"):

@@ -101,7 +101,7 @@ def forget_million(spec: Spec) -> dict[str, Any]:
     from memory_bank.bench.systems import remove
     from memory_bank.embeddings import HashingEncoder
     from memory_bank.records import RETRIEVABLE_KINDS
-    from memory_bank.storage import Storage
+    from memory_bank.stores import Storage
 
     n = spec["forget_size"]
     work = Path(spec["workdir"]) / f"forget-{n}"
@@ -127,12 +127,13 @@ def forget_million(spec: Spec) -> dict[str, Any]:
             yield (rec.id, f"big_{day_str[d]}_{turn}", "turn", day_str[d], turn, "x", int(strengths[i]), last)
 
     def build() -> None:
-        with bank.storage._write() as c:  # type: ignore[attr-defined]
-            c.executemany(
+        bank.storage._write(  # type: ignore[attr-defined]
+            lambda c: c.executemany(
                 "INSERT INTO memories(user_id, memory_id, kind, date, turn, text, strength, last_recall_date) "
                 "VALUES (?,?,?,?,?,?,?,?)",
                 rows(),
             )
+        )
 
     build_s, _ = timed(build)
     now = day_str[span - 1]

@@ -28,7 +28,7 @@ from memory_bank.config import RetrievalConfig
 from memory_bank.embeddings import Encoder
 from memory_bank.index import Partition
 from memory_bank.records import Memory, index_text
-from memory_bank.storage import VectorBatch
+from memory_bank.stores import VectorBatch
 from memory_bank.text import dates_in, months_in, tokenize
 
 #: Retrieval weights that suit LoCoMo best (config keys of :class:`RetrievalConfig`); on the

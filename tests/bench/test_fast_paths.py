@@ -18,7 +18,7 @@ from memory_bank.bench.data import DialogGenerator, synth_vectors
 from memory_bank.embeddings import HashingEncoder
 from memory_bank.index import LexicalIndex, Partition, stable_top
 from memory_bank.records import RETRIEVABLE_KINDS, Memory
-from memory_bank.storage import Storage, VectorBatch
+from memory_bank.stores import Storage, VectorBatch
 from memory_bank.text import tokenize
 
 

@@ -15,7 +15,7 @@ from memory_bank.embeddings import HashingEncoder
 from memory_bank.index import Partition
 from memory_bank.records import index_text
 from memory_bank.retrieval import rank
-from memory_bank.storage import VectorBatch
+from memory_bank.stores import VectorBatch
 from memory_bank.text import dates_in, months_in, tokenize
 
 

@@ -8,7 +8,7 @@ import stat
 import pytest
 
 from memory_bank import InvalidInputError, MemoryKind, MemoryNotFoundError, StoreError, UserNotFoundError
-from memory_bank.storage import DB_FILENAME, SQLiteStorage
+from memory_bank.stores.sqlite import DB_FILENAME, SQLiteStorage
 
 
 def test_turns_keep_their_time_and_are_numbered_per_day(bank) -> None:  # type: ignore[no-untyped-def]
@@ -208,7 +208,7 @@ def test_a_version_1_store_is_migrated_and_forgets_as_before(make_bank, tmp_path
     assert db.execute("SELECT count(*) FROM memories WHERE forget_key IS NULL").fetchone()[0] == 0
     db.close()
     from memory_bank.records import RETRIEVABLE_KINDS
-    from memory_bank.storage import Storage
+    from memory_bank.stores import Storage
 
     user = storage.get_user("Ann")
     fast = storage.forget_columns(user.id, RETRIEVABLE_KINDS)

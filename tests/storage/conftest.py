@@ -14,7 +14,8 @@ import pytest
 
 from memory_bank import MemoryBank, load_config
 from memory_bank.embeddings import HashingEncoder
-from memory_bank.storage import SQLiteStorage, Storage
+from memory_bank.stores import Storage
+from memory_bank.stores.sqlite import SQLiteStorage
 
 PG_ENV = "MEMORYBANK_TEST_PG_URL"
 NO_PG = f'{PG_ENV} is not set; start a throwaway PostgreSQL with: eval "$(bash scripts/ci_postgres.sh)"'
@@ -62,7 +63,7 @@ class Stores:
     def __call__(self) -> Storage:
         storage: Storage
         if self.backend == "postgres":
-            from memory_bank.storage_postgres import PostgresStorage
+            from memory_bank.stores.postgres import PostgresStorage
 
             storage = PostgresStorage(self.url, schema=self.schema)
         else:

@@ -119,3 +119,86 @@ def test_export_is_a_consistent_snapshot_while_writes_continue(make_bank) -> Non
     finally:
         stop.set()
         t.join()
+
+
+class CountingStore:
+    """Delegates to a store and records each read of memory rows: the method, its arguments
+    and how many rows it handed back."""
+
+    READS = ("memories", "memories_by_ids", "get_memory", "last_turn")
+
+    def __init__(self, inner) -> None:  # type: ignore[no-untyped-def]
+        self.inner = inner
+        self.reads: list[tuple[str, dict, int]] = []
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        attr = getattr(self.inner, name)
+        if name not in self.READS:
+            return attr
+
+        def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
+            out = attr(*args, **kwargs)
+            n = len(out) if isinstance(out, list) else int(out is not None)
+            self.reads.append((name, kwargs, n))
+            return out
+
+        return counted
+
+    def rows_read(self) -> int:
+        n = sum(r[2] for r in self.reads)
+        self.reads.clear()
+        return n
+
+
+def test_single_memory_operations_never_read_the_whole_history(make_bank) -> None:  # type: ignore[no-untyped-def]
+    """Reinforcing, deleting, restoring or reading one memory (or one day) reads that memory or
+    that day's rows, not the user's whole history: a user with 400 turns over 40 days."""
+    from memory_bank import Memory
+
+    bank = make_bank()
+    turns = [
+        Memory(memory_id=f"Ann_2023-01-{d + 1:02d}_{t}", user="Ann", kind=MemoryKind.TURN,
+               date=f"2023-01-{d + 1:02d}", turn=t, text=f"day {d} turn {t} about topic {d * 10 + t}",
+               query=f"day {d} turn {t} about topic {d * 10 + t}", response="")
+        for d in range(20) for t in range(10)
+    ] + [
+        Memory(memory_id=f"Ann_2023-02-{d + 1:02d}_{t}", user="Ann", kind=MemoryKind.TURN,
+               date=f"2023-02-{d + 1:02d}", turn=t, text=f"february {d} turn {t}", query=f"february {d} turn {t}",
+               response="")
+        for d in range(20) for t in range(10)
+    ]
+    bank.add_memories("Ann", turns)
+    bank.set_layer("Ann", MemoryKind.DAILY_SUMMARY, "a summary of the 5th", date="2023-01-05")
+    bank.set_layer("Ann", MemoryKind.GLOBAL_PORTRAIT, "Ann likes topics.")
+    spy = CountingStore(bank.storage)
+    bank.storage = spy
+    day = 10  # a day's turns, the most a single-memory operation may read
+
+    bank.reinforce("Ann", ["Ann_2023-01-03_4", "Ann_2023-02-07_1"], now="2023-03-01")
+    assert spy.rows_read() == 2
+    bank.archive("Ann", ["Ann_2023-01-03_5", "Ann_2023-01-03_6"])
+    assert spy.rows_read() == 2
+    bank.restore("Ann", ["Ann_2023-01-03_5"])
+    assert spy.rows_read() == 1
+    deleted = bank.delete_memory("Ann", "Ann_2023-01-04_3")  # a turn inside a day: its neighbours are relinked
+    assert deleted.turn == 3 and spy.rows_read() <= 1 + day
+    assert len(bank.history("Ann", date="2023-01-04")) == 9 and spy.rows_read() == 9
+    assert bank.layer("Ann", MemoryKind.DAILY_SUMMARY, "2023-01-05") is not None and spy.rows_read() == 1
+    portrait = bank.layer("Ann", MemoryKind.GLOBAL_PORTRAIT)
+    assert portrait is not None and spy.rows_read() == 1
+    assert (portrait.text, portrait.stale) == ("", True)  # blanked by the deletion, to be regenerated
+    assert bank.purge_archived("Ann") == 1 and spy.rows_read() == 0
+    hits = bank.search("Ann", "topic 123", k=3, now="2023-03-01", reinforce=True)
+    assert len(hits) == 3 and spy.rows_read() <= 3
+    # No read above listed the history: every memories() call named rowids or a date.
+    bank.reinforce("Ann", ["Ann_2023-02-09_9"], now="2023-03-02")
+    bank.delete_memory("Ann", "Ann_2023-02-09_0")
+    assert all(
+        name != "memories" or kwargs.get("rowids") is not None or kwargs.get("date") is not None
+        for name, kwargs, _ in spy.reads
+    ), spy.reads
+    # ...and the results are right: strengths, archive flags, the relinked neighbour's context.
+    mems = {m.memory_id: m for m, _ in bank.memories("Ann")}
+    assert mems["Ann_2023-01-03_4"].strength == 2 and mems["Ann_2023-01-03_4"].last_recall_date == "2023-03-01"
+    assert not mems["Ann_2023-01-03_5"].archived and "Ann_2023-01-03_6" not in mems  # purged
+    assert "Ann_2023-01-04_3" not in mems and "Ann_2023-02-09_0" not in mems

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memory_bank import InvalidInputError, Memory, MemoryKind, StoreError, UserNotFoundError
-from memory_bank.storage import Storage
+from memory_bank.stores import Storage
 
 ENC = "enc-4"
 TURN_KINDS = (MemoryKind.TURN, MemoryKind.DAILY_SUMMARY)
@@ -250,7 +250,7 @@ def test_snapshot_reads_one_state_while_another_server_writes(stores) -> None:  
 
 
 def test_schema_version_is_recorded_and_a_newer_one_refused(stores) -> None:  # type: ignore[no-untyped-def]
-    from memory_bank.storage import SCHEMA_VERSION
+    from memory_bank.stores import SCHEMA_VERSION
 
     s = stores()
     s.close()
@@ -274,7 +274,52 @@ def test_schema_version_is_recorded_and_a_newer_one_refused(stores) -> None:  # 
 
 def test_both_backends_have_the_same_migrations() -> None:
     """Bumping SCHEMA_VERSION needs a migration in each dialect (and a current _SCHEMA in each)."""
-    from memory_bank import storage, storage_postgres
+    from memory_bank.stores import SCHEMA_VERSION, postgres, sqlite
 
-    assert set(storage_postgres._MIGRATIONS) == set(storage._MIGRATIONS)
-    assert all(v < storage.SCHEMA_VERSION for v in storage_postgres._MIGRATIONS)
+    assert set(postgres.PostgresStorage.MIGRATIONS) == set(sqlite.SQLiteStorage.MIGRATIONS)
+    assert all(v < SCHEMA_VERSION for v in postgres.PostgresStorage.MIGRATIONS)
+
+
+def test_lookups_by_memory_id_and_by_date(storage: Storage) -> None:
+    u = storage.ensure_user("Ann").id
+    other = storage.ensure_user("Bob").id
+    t0 = storage.add_turn(u, turn("Ann", "2023-05-01", "t0"), None, ENC)
+    t1 = storage.add_turn(u, turn("Ann", "2023-05-01", "t1"), None, ENC)
+    t2 = storage.add_turn(u, turn("Ann", "2023-05-02", "t2"), None, ENC)
+    bob = storage.add_turn(other, turn("Bob", "2023-05-01", "bob"), None, ENC)
+    day = Memory(memory_id="Ann_2023-05-01_summary", user="Ann", kind=MemoryKind.DAILY_SUMMARY,
+                 date="2023-05-01", text="summary")
+    storage.add_memories(u, [day], None, ENC)
+    storage.set_archived(u, [t1.rowid or 0], True)
+    got = storage.get_memory(u, t1.memory_id)
+    assert got is not None and (got.rowid, got.text, got.archived, got.user) == (t1.rowid, "t1", True, "Ann")
+    assert storage.get_memory(u, "no-such-id") is None
+    assert storage.get_memory(u, bob.memory_id) is None  # another user's id
+    found = storage.memories_by_ids(u, [t2.memory_id, t0.memory_id, "missing", t0.memory_id, bob.memory_id])
+    assert [m.memory_id for m in found] == [t0.memory_id, t2.memory_id]  # memories() order, once each
+    assert storage.memories_by_ids(u, []) == []
+    by_day = storage.memories(u, date="2023-05-01")
+    assert [m.memory_id for m in by_day] == [t0.memory_id, t1.memory_id, day.memory_id]
+    turns = storage.memories(u, kinds=[MemoryKind.TURN], include_archived=False, date="2023-05-01")
+    assert [m.memory_id for m in turns] == [t0.memory_id]
+    assert storage.memories(u, date="2023-06-01") == []
+
+
+def test_delete_archived_removes_only_archived_rows_and_vectors(storage: Storage) -> None:
+    u = storage.ensure_user("Ann").id
+    other = storage.ensure_user("Bob").id
+    keep = storage.add_turn(u, turn("Ann", "2023-05-01", "keep"), vec(1, 0, 0, 0), ENC)
+    gone = storage.add_turn(u, turn("Ann", "2023-05-01", "gone"), vec(0, 1, 0, 0), ENC)
+    bob = storage.add_turn(other, turn("Bob", "2023-05-01", "bob"), vec(0, 1, 0, 0), ENC)
+    storage.set_archived(other, [bob.rowid or 0], True)
+    v, e = storage.user_state(u)
+    assert storage.delete_archived(u) == 0 and storage.user_state(u) == (v, e)  # nothing archived: no change
+    storage.set_archived(u, [gone.rowid or 0], True)
+    v, e = storage.user_state(u)
+    assert storage.delete_archived(u) == 1
+    assert storage.user_state(u) == (v + 1, e + 1)
+    assert [m.memory_id for m in storage.memories(u)] == [keep.memory_id]
+    assert set(storage.embeddings(u)) == {keep.rowid}
+    assert len(storage.memories(other)) == 1  # Bob's archived turn is his own
+    storage.delete_user(other)
+    assert storage.delete_archived(other) == 0

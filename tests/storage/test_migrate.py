@@ -12,8 +12,9 @@ import pytest
 from memory_bank import ConfigError, InvalidInputError, MemoryBank, MemoryKind, StoreError, load_config
 from memory_bank.embeddings import HashingEncoder
 from memory_bank.original_format import export_data, import_data
-from memory_bank.storage import DB_FILENAME, SQLiteStorage, Storage
-from memory_bank.stores import describe_store, migrate, open_storage, stored_embeddings
+from memory_bank.stores import Storage, describe_store, open_storage
+from memory_bank.stores.migrate import migrate, stored_embeddings
+from memory_bank.stores.sqlite import DB_FILENAME, SQLiteStorage
 from tests.core.conftest import CountingEncoder
 from tests.core.test_original_format import LEGACY
 

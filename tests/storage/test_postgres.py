@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 
 @pytest.fixture
 def pg(pg_url, pg_schema):  # type: ignore[no-untyped-def]
-    from memory_bank.storage_postgres import PostgresStorage
+    from memory_bank.stores.postgres import PostgresStorage
 
     opened = []
 
@@ -40,7 +40,7 @@ def _sql(pg_url: str, schema: str, statement: str):  # type: ignore[no-untyped-d
 
 
 def test_store_url_selects_postgres_and_its_schema(pg_url, pg_schema) -> None:  # type: ignore[no-untyped-def]
-    from memory_bank.storage_postgres import PostgresStorage
+    from memory_bank.stores.postgres import PostgresStorage
 
     s = open_storage(f"{pg_url}?schema={pg_schema}")
     assert isinstance(s, PostgresStorage) and s.schema == pg_schema
@@ -64,7 +64,7 @@ def test_tables_of_another_application_are_not_taken_over(pg, pg_url, pg_schema)
 
 
 def test_unreachable_server_is_one_clear_error(pg_url) -> None:  # type: ignore[no-untyped-def]
-    from memory_bank.storage_postgres import PostgresStorage
+    from memory_bank.stores.postgres import PostgresStorage
 
     with pytest.raises(StoreError, match=r"cannot connect to the PostgreSQL store app@127\.0\.0\.1:1/mb") as e:
         PostgresStorage("postgresql://app:hunter2@127.0.0.1:1/mb?connect_timeout=2")
@@ -169,10 +169,10 @@ def test_a_deadlock_is_retried(pg) -> None:  # type: ignore[no-untyped-def]
     def txn(storage, first: int, second: int, name: str) -> None:  # type: ignore[no-untyped-def]
         def body(c):  # type: ignore[no-untyped-def]
             calls[name] += 1
-            c.execute("UPDATE users SET extra = '{}' WHERE id = %s", (first,))
+            c.execute("UPDATE users SET extra = '{}' WHERE id = ?", (first,))
             if calls[name] == 1:
                 first_locks_held.wait(30)
-            c.execute("UPDATE users SET extra = '{}' WHERE id = %s", (second,))
+            c.execute("UPDATE users SET extra = '{}' WHERE id = ?", (second,))
 
         try:
             storage._write(body)
@@ -208,7 +208,7 @@ def test_a_role_without_create_privilege_can_use_an_existing_store(pg, pg_url, p
             f'GRANT USAGE ON ALL SEQUENCES IN SCHEMA "{pg_schema}" TO {role}',
         ):
             _sql(pg_url, pg_schema, grant)
-        from memory_bank.storage_postgres import PostgresStorage
+        from memory_bank.stores.postgres import PostgresStorage
 
         s = PostgresStorage(psycopg.conninfo.make_conninfo(pg_url, user=role, password=password), schema=pg_schema)
         u = s.ensure_user("Ann").id

@@ -1,14 +1,8 @@
-"""Choosing a store by URL, and copying one store into another.
+"""Copying one store into another, in either direction, and verifying the copy.
 
->>> open_storage("./memories")                                  # doctest: +SKIP
->>> open_storage("sqlite:////srv/memorybank")                   # doctest: +SKIP
->>> open_storage("postgresql://app@db.internal/memorybank")     # doctest: +SKIP
-
-A plain path (or ``sqlite:///relative/dir``, ``sqlite:////absolute/dir``, as in SQLAlchemy) is the
-embedded SQLite store in that directory; ``postgresql://`` (or ``postgres://``) is the shared
-PostgreSQL store (:mod:`memory_bank.storage_postgres`, needs the ``postgres`` extra).
 :func:`migrate` copies every user, memory (every field) and stored embedding from one store to
-another, in either direction, and verifies the copy.
+another (SQLite to PostgreSQL, back, or between two of a kind) and checks that the destination
+holds exactly what was read from the source.
 """
 
 from __future__ import annotations
@@ -16,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
-import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,88 +18,18 @@ from typing import Any
 
 import numpy as np
 
-from memory_bank.errors import ConfigError, InvalidInputError, StoreError
+from memory_bank.errors import InvalidInputError, StoreError
 from memory_bank.records import Memory, MemoryKind
-from memory_bank.storage import DB_FILENAME, SQLiteStorage, Storage
+from memory_bank.stores import open_storage
+from memory_bank.stores.base import Storage
 
 logger = logging.getLogger(__name__)
 
-_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-POSTGRES_SCHEMES = ("postgresql", "postgres")
 
-
-def _sqlite_dir(spec: str) -> Path:
-    path = Path(spec).expanduser()
-    return path.parent if path.name == DB_FILENAME else path
-
-
-def describe_store(url_or_dir: str | Path) -> str:
-    """A printable name of a store: its directory, or its URL without the password."""
-    s = str(url_or_dir)
-    m = _SCHEME.match(s)
-    if m and m.group(1).lower() in POSTGRES_SCHEMES:
-        from memory_bank.postgres_db import describe_url, split_schema
-
-        url, schema = split_schema(s)
-        return f"postgresql://{describe_url(url)}" + (f"?schema={schema}" if schema else "")
-    if m and m.group(1).lower() == "sqlite":
-        return str(_sqlite_dir(s[len("sqlite:///") :]).resolve())
-    return str(_sqlite_dir(s).resolve())
-
-
-def open_storage(url_or_dir: str | Path, *, create: bool = True) -> Storage:
-    """The store named by ``url_or_dir``.
-
-    * a directory path, or ``sqlite:///DIR`` (relative) / ``sqlite:////DIR`` (absolute):
-      :class:`~memory_bank.storage.SQLiteStorage` in that directory (a path to the
-      ``memorybank.sqlite3`` file itself also works);
-    * ``postgresql://user:password@host:port/dbname[?schema=NAME]``:
-      :class:`~memory_bank.storage_postgres.PostgresStorage`.
-
-    With ``create=False`` a missing store is a :class:`StoreError` instead of a new empty one.
-    """
-    s = str(url_or_dir)
-    m = _SCHEME.match(s)
-    if m is None:
-        return SQLiteStorage(_sqlite_dir(s), create=create)
-    scheme = m.group(1).lower()
-    if scheme in POSTGRES_SCHEMES:
-        from memory_bank.storage_postgres import PostgresStorage
-
-        return PostgresStorage(s, create=create)
-    if scheme == "sqlite":
-        if not s.startswith("sqlite:///") or len(s) == len("sqlite:///"):
-            raise ConfigError(
-                f"store URL {s!r} has no path; write sqlite:///relative/dir or sqlite:////absolute/dir"
-            )
-        return SQLiteStorage(_sqlite_dir(s[len("sqlite:///") :]), create=create)
-    raise ConfigError(
-        f"unknown store URL scheme {scheme!r} in {s!r}; use a directory, sqlite:///DIR or postgresql://..."
-    )
-
-
-# -- migration ---------------------------------------------------------------------------------
 def stored_embeddings(storage: Storage, user_id: int) -> dict[int, tuple[str, np.ndarray]]:
     """Every stored vector of a user's memories, archived ones included: ``rowid -> (encoder,
-    vector)``. Uses ``storage.embeddings()`` where the store has it (PostgreSQL); for SQLite it
-    reads the table through the thread's connection, so it shares an open ``snapshot()``.
-    """
-    method = getattr(storage, "embeddings", None)
-    if callable(method):
-        out: dict[int, tuple[str, np.ndarray]] = method(user_id)
-        return out
-    if isinstance(storage, SQLiteStorage):
-        rows = (
-            storage._conn()
-            .execute(
-                "SELECT e.memory_rowid, e.encoder, e.vector FROM embeddings e "
-                "JOIN memories m ON m.id = e.memory_rowid WHERE m.user_id = ? ORDER BY e.memory_rowid",
-                (user_id,),
-            )
-            .fetchall()
-        )
-        return {int(r[0]): (r[1], np.frombuffer(r[2], dtype=np.float32)) for r in rows}
-    raise StoreError(f"{type(storage).__name__} cannot list stored embeddings; it cannot be migrated")
+    vector)`` (inside an open ``snapshot()``, from the same consistent state)."""
+    return storage.embeddings(user_id)
 
 
 def _fingerprint(memories: list[Memory], vectors: list[tuple[str, np.ndarray] | None]) -> str:

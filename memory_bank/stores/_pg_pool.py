@@ -1,7 +1,7 @@
 """Connections to PostgreSQL for the memory store: a small pool, one transaction per write with
 retries, consistent snapshots, and messages that name the server but never the password.
 
-Kept apart from :mod:`memory_bank.storage_postgres` (what is stored and how) because none of it
+Kept apart from :mod:`memory_bank.stores.postgres` (what is stored and how) because none of it
 is specific to memories. Requires psycopg 3 (the ``postgres`` extra).
 """
 

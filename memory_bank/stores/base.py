@@ -1,0 +1,234 @@
+"""The contract a memory store implements, and the records it hands back.
+
+The bank talks to its database only through :class:`Storage`: users, their memories (every
+record of the three layers), each memory's embedding (stored beside it with the encoder's name,
+so a restart rebuilds the search index from stored vectors and never re-embeds), and two
+counters per user that let processes sharing one store keep their in-memory indexes current:
+``version`` grows with every change, ``epoch`` only with changes that are not pure appends
+(deletes, archives, rewrites).
+
+Every method is thread-safe and every write is one transaction. Memories are addressed by
+``rowid`` (the store's integer key, what the search index holds) or by ``memory_id`` (the
+caller's key, unique per user); a single-memory operation looks the memory up by its key and
+never lists the user's history. The SQL backends share one implementation
+(:mod:`memory_bank.stores.sql`); a backend of another kind implements this class directly.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from memory_bank.errors import StoreError
+from memory_bank.records import Memory, MemoryKind
+
+#: The version of the stored schema; every backend migrates older stores up to it.
+SCHEMA_VERSION = 2
+
+
+@dataclasses.dataclass
+class UserRecord:
+    id: int
+    name: str
+    extra: dict[str, Any]
+    last_forget_date: str | None
+    version: int
+    epoch: int
+
+
+@dataclasses.dataclass
+class VectorBatch:
+    """Stored vectors of one user's retrievable memories, in rowid order."""
+
+    rowids: np.ndarray
+    vectors: np.ndarray
+    texts: list[str]
+    kinds: list[str]
+    dates: list[str]
+    turns: list[int | None]
+
+
+@dataclasses.dataclass
+class ForgetColumns:
+    """What a forgetting pass needs of each memory, as arrays in the order of
+    :meth:`Storage.memories`: rowids, the day number (days since 1970-01-01) forgetting counts
+    from (last recall, else the memory's date) and the strength."""
+
+    rowids: np.ndarray
+    anchors: np.ndarray
+    strengths: np.ndarray
+
+
+class Storage(abc.ABC):
+    """What the memory bank needs from a database. All methods are thread-safe.
+
+    Reads list memories in one order: by date, a day's turns before its other records, by turn
+    number (missing first), then rowid.
+    """
+
+    @abc.abstractmethod
+    def close(self) -> None: ...
+
+    @abc.abstractmethod
+    def snapshot(self) -> contextlib.AbstractContextManager[None]:
+        """A block in which this thread's reads see one consistent state."""
+
+    # users
+    @abc.abstractmethod
+    def get_user(self, name: str) -> UserRecord | None: ...
+    @abc.abstractmethod
+    def ensure_user(self, name: str, extra: dict[str, Any] | None = None) -> UserRecord: ...
+    @abc.abstractmethod
+    def list_users(self) -> list[UserRecord]: ...
+    @abc.abstractmethod
+    def user_state(self, user_id: int) -> tuple[int, int]:
+        """The user's ``(version, epoch)`` counters; raises UserNotFoundError if deleted."""
+
+    @abc.abstractmethod
+    def set_user_extra(self, user_id: int, extra: dict[str, Any]) -> None: ...
+    @abc.abstractmethod
+    def set_forget_date(self, user_id: int, date: str) -> None: ...
+    @abc.abstractmethod
+    def delete_user(self, user_id: int) -> int:
+        """Delete a user with every memory and vector; returns how many memories there were."""
+
+    # writing memories
+    @abc.abstractmethod
+    def add_turn(self, user_id: int, memory: Memory, vector: np.ndarray | None, encoder: str) -> Memory:
+        """Append a turn numbered after the day's turns. ``memory.memory_id`` ending in
+        ``{turn}`` is a template filled with that number; any other id is an idempotency key
+        (a memory the user already has under it is returned and nothing is written)."""
+
+    @abc.abstractmethod
+    def add_memories(
+        self, user_id: int, memories: Sequence[Memory], vectors: np.ndarray | None, encoder: str
+    ) -> list[int]:
+        """Insert memories, returning their rowids; an id the user already has with the same
+        content is not inserted again, with other content it is an InvalidInputError."""
+
+    @abc.abstractmethod
+    def upsert_memory(self, user_id: int, memory: Memory, vector: np.ndarray | None, encoder: str) -> Memory:
+        """Insert or replace (by memory id) a memory, keeping a replaced one's strength."""
+
+    @abc.abstractmethod
+    def put_vectors(self, rowids: Sequence[int], vectors: np.ndarray, encoder: str) -> None: ...
+    @abc.abstractmethod
+    def reinforce(self, user_id: int, rowids: Sequence[int], date: str) -> None:
+        """Recall memories: strength + (times listed); the recall date only moves forward."""
+
+    @abc.abstractmethod
+    def set_archived(self, user_id: int, rowids: Sequence[int], archived: bool) -> None: ...
+    @abc.abstractmethod
+    def delete_memories(
+        self, user_id: int, rowids: Sequence[int], scrub_dates: Iterable[str] | None = None
+    ) -> int:
+        """Delete memories; with ``scrub_dates``, in the same transaction blank the daily layers of
+        those dates and the global layers (marked stale, to be regenerated without them)."""
+
+    @abc.abstractmethod
+    def delete_archived(self, user_id: int) -> int:
+        """Delete the user's archived (forgotten) memories for good; returns how many."""
+
+    @abc.abstractmethod
+    def mark_stale(self, user_id: int, kinds: Iterable[MemoryKind], dates: Iterable[str] | None) -> int: ...
+
+    # reading memories
+    def memories(
+        self,
+        user_id: int,
+        kinds: Iterable[MemoryKind] | None = None,
+        include_archived: bool = True,
+        rowids: Sequence[int] | None = None,
+        *,
+        date: str | None = None,
+    ) -> list[Memory]:
+        """The user's memories, optionally only of ``kinds``, of one ``date``, or these ``rowids``."""
+        if rowids is not None and not len(rowids):
+            return []
+        return self._memories(
+            user_id,
+            None if kinds is None else [k.value for k in kinds],
+            include_archived,
+            None if rowids is None else [int(r) for r in rowids],
+            date,
+        )
+
+    @abc.abstractmethod
+    def _memories(
+        self, user_id: int, kinds: list[str] | None, archived: bool, rowids: list[int] | None, day: str | None
+    ) -> list[Memory]:
+        """:meth:`memories` with its filters normalised: kind values, integer rowids (never empty);
+        ``archived``: whether archived memories are included."""
+
+    @abc.abstractmethod
+    def memories_by_ids(self, user_id: int, memory_ids: Iterable[str]) -> list[Memory]:
+        """The user's memories with these memory ids (the ones that exist), an index lookup."""
+
+    def get_memory(self, user_id: int, memory_id: str) -> Memory | None:
+        """The user's memory with this id, or ``None``."""
+        found = self.memories_by_ids(user_id, [memory_id])
+        return found[0] if found else None
+
+    @abc.abstractmethod
+    def last_turn(self, user_id: int, date: str) -> Memory | None:
+        """The latest turn of ``user_id`` on ``date`` (for a new turn's context)."""
+
+    @abc.abstractmethod
+    def counts(self) -> dict[str, Any]:
+        """``{"users": n, "memories": {kind: n}, "archived": n}`` over the whole store."""
+
+    # vectors
+    @abc.abstractmethod
+    def vectors(
+        self, user_id: int, encoder: str, kinds: Iterable[MemoryKind], after_rowid: int = 0
+    ) -> VectorBatch:
+        """The ``encoder``'s vectors of the user's unarchived memories of ``kinds`` after ``after_rowid``."""
+
+    @abc.abstractmethod
+    def missing_vectors(self, encoder: str, kinds: Iterable[MemoryKind]) -> list[tuple[int, str]]:
+        """``(rowid, index text)`` of every memory of ``kinds`` with no vector from ``encoder``."""
+
+    def embeddings(self, user_id: int) -> dict[int, tuple[str, np.ndarray]]:
+        """Every stored vector of the user's memories, archived ones included: ``rowid ->
+        (encoder, vector)``. What a migration copies; a store that cannot list them cannot be
+        migrated from."""
+        raise StoreError(f"{type(self).__name__} cannot list stored embeddings; it cannot be migrated")
+
+    # narrow reads with generic fallbacks a backend may replace by a lighter query
+    def memory_keys(self, user_id: int, rowids: Sequence[int]) -> dict[int, tuple[str, MemoryKind, str]]:
+        """``rowid -> (memory_id, kind, date)`` of these memories of the user (the ones that exist)."""
+        out: dict[int, tuple[str, MemoryKind, str]] = {}
+        for start in range(0, len(rowids), 10_000):
+            for m in self.memories(user_id, rowids=rowids[start : start + 10_000]):
+                out[m.rowid or 0] = (m.memory_id, m.kind, m.date)
+        return out
+
+    def forget_columns(self, user_id: int, kinds: Iterable[MemoryKind]) -> ForgetColumns:
+        """Rowids, recall anchors and strengths of the user's unarchived memories of ``kinds``,
+        in the order of :meth:`memories`."""
+        from memory_bank.forgetting import day_number
+
+        mems = self.memories(user_id, kinds=kinds, include_archived=False)
+        return ForgetColumns(
+            np.fromiter((m.rowid or 0 for m in mems), dtype=np.int64, count=len(mems)),
+            np.fromiter((day_number(m.recall_anchor) for m in mems), dtype=np.int64, count=len(mems)),
+            np.fromiter((m.strength for m in mems), dtype=np.float64, count=len(mems)),
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Backend:
+    """How the registry (:mod:`memory_bank.stores`) reaches one kind of store.
+
+    ``open(spec, create)`` opens the store named by ``spec`` (a URL of this backend's scheme, or a
+    plain path for the default backend); ``describe(spec)`` names it for messages, with no
+    password in the name.
+    """
+
+    open: Callable[[str, bool], Storage]
+    describe: Callable[[str], str]

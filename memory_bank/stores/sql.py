@@ -1,0 +1,637 @@
+"""What the SQL backends share, written once: the schema, the row <-> record mapping, and every
+query and write transaction whose only differences between SQLite and PostgreSQL are dialect.
+
+A backend subclasses :class:`SQLStorage` and supplies its dialect: how to run one read
+(:meth:`~SQLStorage._rows`) and one write transaction (:meth:`~SQLStorage._write`), how to bind
+a list (:meth:`~SQLStorage._in_list`: SQLite ``json_each``, PostgreSQL ``= ANY(array)``), how
+to insert a row and learn its id, the statement that locks a user, and a few names (the
+schema's types, the larger-of function). Where one statement does the work of many on its
+database (PostgreSQL's ``unnest`` bulk inserts), the backend overrides the small hook that
+does it; everything else runs as written here.
+
+Queries are written with ``?`` placeholders; a backend with another style translates them.
+"""
+
+from __future__ import annotations
+
+import abc
+import collections
+import dataclasses
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ClassVar, Protocol, TypeVar
+
+import numpy as np
+
+from memory_bank.errors import InvalidInputError, StoreError, UserNotFoundError
+from memory_bank.records import Memory, MemoryKind, index_text
+from memory_bank.stores.base import SCHEMA_VERSION, Storage, UserRecord, VectorBatch
+
+T = TypeVar("T")
+
+#: The tables, with the types each dialect fills in (see ``SQLStorage.TYPES``).
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS users (
+    id {serial} PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    extra TEXT NOT NULL DEFAULT '{{}}',
+    last_forget_date TEXT,
+    version {bigint} NOT NULL DEFAULT 0,
+    epoch {bigint} NOT NULL DEFAULT 0,
+    created_at {created_at}
+);
+CREATE TABLE IF NOT EXISTS memories (
+    id {serial} PRIMARY KEY,
+    user_id {bigint} NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    memory_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    date {day} NOT NULL,
+    turn INTEGER,
+    query TEXT,
+    response TEXT,
+    text TEXT NOT NULL,
+    timestamp TEXT,
+    strength INTEGER NOT NULL DEFAULT 1,
+    last_recall_date {day},
+    archived {flag},
+    stale {flag},
+    extra TEXT NOT NULL DEFAULT '{{}}',
+    context TEXT,{more_columns}
+    UNIQUE (user_id, memory_id)
+);
+CREATE INDEX IF NOT EXISTS memories_by_user ON memories (user_id, kind, date, turn);
+CREATE INDEX IF NOT EXISTS {rowid_index} ON memories (user_id, id);{more_indexes}
+CREATE TABLE IF NOT EXISTS embeddings (
+    memory_rowid {bigint} PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+    encoder TEXT NOT NULL,
+    dim INTEGER NOT NULL,
+    vector {blob} NOT NULL
+);
+"""
+
+#: A memory row's columns after ``id``, in the order of :func:`memory_row`.
+FIELDS = (
+    "user_id, memory_id, kind, date, turn, query, response, text, timestamp, strength, "
+    "last_recall_date, archived, stale, extra, context"
+)
+#: What a read selects of a memory, in the order :func:`to_memory` reads.
+COLUMNS = "id, " + FIELDS.removeprefix("user_id, ")
+_M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in COLUMNS.split(","))
+_USER_COLUMNS = "id, name, extra, last_forget_date, version, epoch"
+INSERT = f"INSERT INTO memories({FIELDS}) VALUES ({','.join('?' * 15)})"
+_ORDER = " ORDER BY m.date, CASE m.kind WHEN 'turn' THEN 0 ELSE 1 END, m.turn NULLS FIRST, m.id"
+_SELECT = f"SELECT u.name, {_M_COLUMNS} FROM memories m JOIN users u ON u.id = m.user_id WHERE "
+_TURN_SLOT = "{turn}"
+
+
+def statements(script: str) -> list[str]:
+    """The statements of a ``;``-separated script, to run one by one inside a transaction."""
+    return [s.strip() for s in script.split(";") if s.strip()]
+
+
+def memory_row(m: Memory, user_id: int) -> tuple[Any, ...]:
+    """The values of :data:`FIELDS` for memory ``m`` of user ``user_id``."""
+    return (
+        user_id,
+        m.memory_id,
+        m.kind.value,
+        m.date,
+        m.turn,
+        m.query,
+        m.response,
+        m.text,
+        m.timestamp,
+        m.strength,
+        m.last_recall_date,
+        bool(m.archived),
+        bool(m.stale),
+        json.dumps(m.extra, ensure_ascii=False),
+        m.context,
+    )
+
+
+def to_memory(user: str, row: Sequence[Any]) -> Memory:
+    """A :class:`Memory` of user ``user`` from a row of :data:`COLUMNS`."""
+    return Memory(
+        rowid=int(row[0]),
+        memory_id=row[1],
+        user=user,
+        kind=MemoryKind(row[2]),
+        date=row[3],
+        turn=row[4],
+        query=row[5],
+        response=row[6],
+        text=row[7],
+        timestamp=row[8],
+        strength=row[9],
+        last_recall_date=row[10],
+        archived=bool(row[11]),
+        stale=bool(row[12]),
+        extra=json.loads(row[13]),
+        context=row[14],
+    )
+
+
+def to_user(row: Sequence[Any]) -> UserRecord:
+    return UserRecord(int(row[0]), row[1], json.loads(row[2]), row[3], int(row[4]), int(row[5]))
+
+
+def same_content(m: Memory, row: Sequence[Any]) -> bool:
+    """Whether a stored row (kind, date, turn, text, query, response) is the memory ``m``: a
+    retried add carries the same content; a different memory under the same id is a conflict."""
+    return (row[0], row[1], row[2], row[3], row[4], row[5]) == (
+        m.kind.value,
+        m.date,
+        m.turn,
+        m.text,
+        m.query,
+        m.response,
+    )
+
+
+class Cursor(Protocol):
+    """What a write transaction hands to its body: ``execute`` returns something with
+    ``fetchone``, ``fetchall`` and ``rowcount``."""
+
+    def execute(self, sql: Any, parameters: Any = ..., /) -> Any: ...
+    def executemany(self, sql: Any, parameters: Any, /) -> Any: ...
+
+
+class SQLStorage(Storage):
+    """:class:`Storage` over an SQL database with the tables of :data:`SCHEMA`."""
+
+    # -- the dialect ---------------------------------------------------------------------------
+    #: How messages name this store (set by the backend).
+    where: str
+    #: The types :data:`SCHEMA` leaves open.
+    TYPES: ClassVar[dict[str, str]]
+    #: The function returning the larger of two values.
+    GREATEST: ClassVar[str] = "max"
+    #: Prefix of ``user_id`` where a lookup by rowid must not use a per-user index (SQLite's
+    #: planner would otherwise scan the user's rows).
+    BY_ROWID: ClassVar[str] = ""
+    #: Takes the user's row lock for the rest of the transaction, returns a row if they exist.
+    LOCK_USER: ClassVar[str] = "SELECT 1 FROM users WHERE id = ?"
+    #: A hint after ``FROM memories m`` for reads in rowid order of one user.
+    ROWID_ORDER_HINT: ClassVar[str] = ""
+    #: Migrations from version N to N+1, applied in order inside one transaction.
+    MIGRATIONS: ClassVar[dict[int, str]]
+
+    @classmethod
+    def schema_sql(cls) -> str:
+        """The current schema in this dialect."""
+        return SCHEMA.format(**cls.TYPES)
+
+    @abc.abstractmethod
+    def _rows(self, sql: str, args: Sequence[Any] = (), *, binary: bool = False) -> list[tuple[Any, ...]]:
+        """Run one read; ``binary`` when the rows carry vectors."""
+
+    @abc.abstractmethod
+    def _write(self, fn: Callable[[Cursor], T]) -> T:
+        """Run ``fn`` in one write transaction and return what it returns."""
+
+    @abc.abstractmethod
+    def _in_list(self, column: str, values: Iterable[Any], sql_type: str = "text") -> tuple[str, list[Any]]:
+        """A condition ``column`` is one of ``values`` (any number of them), and its arguments."""
+
+    @abc.abstractmethod
+    def _insert(self, c: Cursor, row: Sequence[Any]) -> int:
+        """Insert a :func:`memory_row` and return its rowid."""
+
+    @abc.abstractmethod
+    def _insert_new(self, c: Cursor, user_id: int, memories: Sequence[Memory]) -> dict[str, int]:
+        """Insert the memories whose id the user does not have yet: ``memory_id -> rowid`` of those."""
+
+    # -- migrations ----------------------------------------------------------------------------
+    def _upgrade(self, c: Cursor) -> None:
+        """Bring the recorded schema version up to :data:`SCHEMA_VERSION` (in the caller's
+        transaction); refuse a store made by a newer version of this package."""
+        row = c.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        version = int(row[0]) if row else SCHEMA_VERSION
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"the store {self.where} has schema version {version}, newer than this package "
+                f"supports ({SCHEMA_VERSION}); upgrade memorybank-siliconfriend"
+            )
+        if row is not None and version == SCHEMA_VERSION:
+            return
+        while version < SCHEMA_VERSION:
+            if version not in self.MIGRATIONS:
+                raise StoreError(
+                    f"no {type(self).__name__} migration from schema version {version}; this is a bug"
+                )
+            for statement in statements(self.MIGRATIONS[version]):
+                c.execute(statement)
+            version += 1
+        c.execute(
+            "INSERT INTO meta(key, value) VALUES ('schema_version', ?) "
+            "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (str(version),),
+        )
+
+    # -- users ---------------------------------------------------------------------------------
+    def get_user(self, name: str) -> UserRecord | None:
+        rows = self._rows(f"SELECT {_USER_COLUMNS} FROM users WHERE name = ?", (name,))
+        return to_user(rows[0]) if rows else None
+
+    def ensure_user(self, name: str, extra: dict[str, Any] | None = None) -> UserRecord:
+        user = self.get_user(name)
+        if user is not None:
+            return user
+        self._write(
+            lambda c: c.execute(
+                "INSERT INTO users(name, extra) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
+                (name, json.dumps(extra or {}, ensure_ascii=False)),
+            )
+        )
+        user = self.get_user(name)
+        if user is None:  # deleted by another writer in between
+            raise UserNotFoundError(f"user {name!r} was deleted while being created; try again")
+        return user
+
+    def list_users(self) -> list[UserRecord]:
+        return [to_user(r) for r in self._rows(f"SELECT {_USER_COLUMNS} FROM users ORDER BY id")]
+
+    def user_state(self, user_id: int) -> tuple[int, int]:
+        rows = self._rows("SELECT version, epoch FROM users WHERE id = ?", (user_id,))
+        if not rows:
+            raise UserNotFoundError(f"user id {user_id} no longer exists (deleted?)")
+        return int(rows[0][0]), int(rows[0][1])
+
+    def set_user_extra(self, user_id: int, extra: dict[str, Any]) -> None:
+        self._write(
+            lambda c: c.execute(
+                "UPDATE users SET extra = ? WHERE id = ?", (json.dumps(extra, ensure_ascii=False), user_id)
+            )
+        )
+
+    def set_forget_date(self, user_id: int, date: str) -> None:
+        self._write(
+            lambda c: c.execute("UPDATE users SET last_forget_date = ? WHERE id = ?", (date, user_id))
+        )
+
+    def delete_user(self, user_id: int) -> int:
+        def run(c: Cursor) -> int:
+            if not self._lock_user(c, user_id, missing_ok=True):
+                return 0
+            n = int(c.execute("SELECT COUNT(*) FROM memories WHERE user_id = ?", (user_id,)).fetchone()[0])
+            c.execute(
+                "DELETE FROM embeddings WHERE memory_rowid IN (SELECT id FROM memories WHERE user_id = ?)",
+                (user_id,),
+            )
+            c.execute("DELETE FROM memories WHERE user_id = ?", (user_id,))
+            c.execute("DELETE FROM users WHERE id = ?", (user_id,))
+            return n
+
+        return self._write(run)
+
+    def _lock_user(self, c: Cursor, user_id: int, *, missing_ok: bool = False) -> bool:
+        """Take the user's lock: this user's writers run one at a time, in commit order."""
+        if c.execute(self.LOCK_USER, (user_id,)).fetchone():
+            return True
+        if missing_ok:
+            return False
+        raise UserNotFoundError(f"user id {user_id} no longer exists (deleted?)")
+
+    @staticmethod
+    def _bump(c: Cursor, user_id: int, *, epoch: bool) -> None:
+        c.execute(
+            f"UPDATE users SET version = version + 1{', epoch = epoch + 1' if epoch else ''} WHERE id = ?",
+            (user_id,),
+        )
+
+    # -- writing memories ----------------------------------------------------------------------
+    def add_turn(self, user_id: int, memory: Memory, vector: np.ndarray | None, encoder: str) -> Memory:
+        def run(c: Cursor) -> Memory:
+            self._lock_user(c, user_id)
+            templated = memory.memory_id.endswith(_TURN_SLOT)
+            if not templated:
+                found = c.execute(
+                    f"SELECT {COLUMNS} FROM memories WHERE user_id = ? AND memory_id = ?",
+                    (user_id, memory.memory_id),
+                ).fetchone()
+                if found is not None:
+                    return to_memory(memory.user, found)
+            # A statement of its own, after the lock: it sees the turns the lock's previous
+            # holder committed.
+            row = c.execute(
+                "SELECT MAX(turn) FROM memories WHERE user_id = ? AND kind = 'turn' AND date = ?",
+                (user_id, memory.date),
+            ).fetchone()
+            turn = 0 if row is None or row[0] is None else int(row[0]) + 1
+            # Only the trailing placeholder is filled: user names may contain braces.
+            memory_id = memory.memory_id[: -len(_TURN_SLOT)] + str(turn) if templated else memory.memory_id
+            new = dataclasses.replace(memory, turn=turn, memory_id=memory_id)
+            new.rowid = self._insert_turn(c, user_id, new, vector, encoder)
+            return new
+
+        return self._write(run)
+
+    def _insert_turn(
+        self, c: Cursor, user_id: int, memory: Memory, vector: np.ndarray | None, encoder: str
+    ) -> int:
+        """Store a new turn, its vector and the version bump; returns its rowid."""
+        rowid = self._insert(c, memory_row(memory, user_id))
+        if vector is not None:
+            self._put_vectors(c, [rowid], vector.reshape(1, -1), encoder)
+        self._bump(c, user_id, epoch=False)
+        return rowid
+
+    def add_memories(
+        self, user_id: int, memories: Sequence[Memory], vectors: np.ndarray | None, encoder: str
+    ) -> list[int]:
+        if not memories:
+            return []
+
+        def run(c: Cursor) -> list[int]:
+            self._lock_user(c, user_id)
+            new = self._insert_new(c, user_id, memories)
+            rowids = [new.pop(m.memory_id, 0) for m in memories]
+            fresh = [i for i, rowid in enumerate(rowids) if rowid]  # positions inserted now
+            retried = [m.memory_id for m, rowid in zip(memories, rowids, strict=True) if not rowid]
+            if retried:
+                cond, args = self._in_list("memory_id", retried)
+                stored = {
+                    r[0]: r[1:]
+                    for r in c.execute(
+                        "SELECT memory_id, id, kind, date, turn, text, query, response FROM memories "
+                        f"WHERE user_id = ? AND {cond}",
+                        (user_id, *args),
+                    ).fetchall()
+                }
+                for i, m in enumerate(memories):
+                    if rowids[i]:
+                        continue
+                    row = stored[m.memory_id]
+                    if not same_content(m, row[1:]):
+                        raise InvalidInputError(
+                            f"memory id {m.memory_id!r} already exists for this user with different "
+                            "content; give the new memory another id"
+                        )
+                    rowids[i] = int(row[0])
+            if vectors is not None and fresh:
+                self._put_vectors(c, [rowids[i] for i in fresh], np.asarray(vectors)[fresh], encoder)
+            if fresh:
+                self._bump(c, user_id, epoch=False)
+            return rowids
+
+        rowids = self._write(run)
+        for m, rowid in zip(memories, rowids, strict=True):
+            m.rowid = rowid
+        return rowids
+
+    def upsert_memory(self, user_id: int, memory: Memory, vector: np.ndarray | None, encoder: str) -> Memory:
+        def run(c: Cursor) -> tuple[int, int, str | None]:
+            self._lock_user(c, user_id)
+            row = c.execute(
+                "SELECT id, strength, last_recall_date FROM memories WHERE user_id = ? AND memory_id = ?",
+                (user_id, memory.memory_id),
+            ).fetchone()
+            values = memory_row(memory, user_id)
+            if row is None:
+                rowid, strength, recalled = self._insert(c, values), memory.strength, memory.last_recall_date
+                self._bump(c, user_id, epoch=False)
+            else:
+                rowid, strength, recalled = int(row[0]), int(row[1]), row[2]
+                c.execute(
+                    "UPDATE memories SET kind=?, date=?, turn=?, query=?, response=?, text=?, timestamp=?, "
+                    "archived=?, stale=?, extra=?, context=? WHERE id = ?",
+                    (*values[2:9], *values[11:], rowid),
+                )
+                c.execute("DELETE FROM embeddings WHERE memory_rowid = ?", (rowid,))
+                self._bump(c, user_id, epoch=True)
+            if vector is not None:
+                self._put_vectors(c, [rowid], vector.reshape(1, -1), encoder)
+            return rowid, strength, recalled
+
+        memory.rowid, memory.strength, memory.last_recall_date = self._write(run)
+        return memory
+
+    def _put_vectors(self, c: Cursor, rowids: Sequence[int], vectors: np.ndarray, encoder: str) -> None:
+        vecs = np.ascontiguousarray(vectors, dtype=np.float32)
+        c.executemany(
+            "INSERT INTO embeddings(memory_rowid, encoder, dim, vector) VALUES (?,?,?,?) "
+            "ON CONFLICT (memory_rowid) DO UPDATE SET encoder = excluded.encoder, dim = excluded.dim, "
+            "vector = excluded.vector",
+            [(int(r), encoder, int(vecs.shape[1]), vecs[i].tobytes()) for i, r in enumerate(rowids)],
+        )
+
+    def put_vectors(self, rowids: Sequence[int], vectors: np.ndarray, encoder: str) -> None:
+        if not len(rowids):
+            return
+        cond, args = self._in_list("id", [int(r) for r in rowids], "bigint")
+
+        def run(c: Cursor) -> None:
+            users = [
+                int(r[0])
+                for r in c.execute(
+                    f"SELECT DISTINCT user_id FROM memories WHERE {cond} ORDER BY user_id", args
+                ).fetchall()
+            ]
+            for u in users:  # in id order, so two re-embedding writers cannot deadlock
+                self._lock_user(c, u, missing_ok=True)
+            self._put_vectors(c, rowids, vectors, encoder)
+            for u in users:
+                self._bump(c, u, epoch=True)
+
+        self._write(run)
+
+    def reinforce(self, user_id: int, rowids: Sequence[int], date: str) -> None:
+        """Recall memories: strength + (times listed), recall date moved forward to ``date``.
+
+        Each row changes in place (``strength = strength + n``), never read and written back,
+        so concurrent recalls all count; rows in id order, so concurrent ones cannot deadlock."""
+        if not len(rowids):
+            return
+        times = collections.Counter(int(r) for r in rowids)
+        self._write(
+            lambda c: c.executemany(
+                "UPDATE memories SET strength = strength + ?, "
+                f"last_recall_date = {self.GREATEST}(COALESCE(last_recall_date, ''), ?) "
+                "WHERE id = ? AND user_id = ?",
+                [(times[r], date, r, user_id) for r in sorted(times)],
+            )
+        )
+
+    def set_archived(self, user_id: int, rowids: Sequence[int], archived: bool) -> None:
+        if not len(rowids):
+            return
+        cond, args = self._by_rowids(rowids)
+
+        def run(c: Cursor) -> None:
+            self._lock_user(c, user_id)
+            c.execute(f"UPDATE memories SET archived = ? WHERE {cond}", (bool(archived), user_id, *args))
+            self._bump(c, user_id, epoch=True)
+
+        self._write(run)
+
+    def delete_memories(
+        self, user_id: int, rowids: Sequence[int], scrub_dates: Iterable[str] | None = None
+    ) -> int:
+        if not len(rowids):
+            return 0
+        cond, args = self._by_rowids(rowids)
+        days, day_args = self._in_list("date", scrub_dates or [])
+        scrub = (
+            "FROM memories WHERE user_id = ? AND (kind IN ('global_summary', 'global_portrait') OR "
+            f"(kind IN ('daily_summary', 'daily_personality') AND {days}))"
+        )
+
+        def run(c: Cursor) -> int:
+            if not self._lock_user(c, user_id, missing_ok=True):
+                return 0
+            n = self._delete(c, cond, (user_id, *args))
+            if scrub_dates is not None:
+                c.execute(
+                    f"DELETE FROM embeddings WHERE memory_rowid IN (SELECT id {scrub})", (user_id, *day_args)
+                )
+                c.execute(
+                    f"UPDATE memories SET text = '', stale = ? WHERE id IN (SELECT id {scrub})",
+                    (True, user_id, *day_args),
+                )
+            self._bump(c, user_id, epoch=True)
+            return n
+
+        return self._write(run)
+
+    def delete_archived(self, user_id: int) -> int:
+        def run(c: Cursor) -> int:
+            if not self._lock_user(c, user_id, missing_ok=True):
+                return 0
+            n = self._delete(c, "user_id = ? AND archived = ?", (user_id, True))
+            if n:
+                self._bump(c, user_id, epoch=True)
+            return n
+
+        return self._write(run)
+
+    @staticmethod
+    def _delete(c: Cursor, where: str, args: Sequence[Any]) -> int:
+        """Delete the memories matching ``where``, their vectors first."""
+        c.execute(
+            f"DELETE FROM embeddings WHERE memory_rowid IN (SELECT id FROM memories WHERE {where})", args
+        )
+        return int(c.execute(f"DELETE FROM memories WHERE {where}", args).rowcount)
+
+    def mark_stale(self, user_id: int, kinds: Iterable[MemoryKind], dates: Iterable[str] | None) -> int:
+        cond, args = self._in_list("kind", [k.value for k in kinds])
+        sql = f"UPDATE memories SET stale = ? WHERE user_id = ? AND {cond}"
+        args = [True, user_id, *args]
+        if dates is not None:
+            ds = list(dates)
+            if not ds:
+                return 0
+            day_cond, day_args = self._in_list("date", ds)
+            sql += f" AND {day_cond}"
+            args += day_args
+        return self._write(lambda c: int(c.execute(sql, args).rowcount))
+
+    # -- reading memories ----------------------------------------------------------------------
+    def _by_rowids(self, rowids: Sequence[int], prefix: str = "") -> tuple[str, list[Any]]:
+        """``user_id = ? AND id IN rowids`` (of table alias ``prefix``), its arguments after the user's."""
+        cond, args = self._in_list(f"{prefix}id", [int(r) for r in rowids], "bigint")
+        return f"{self.BY_ROWID}{prefix}user_id = ? AND {cond}", args
+
+    def _memories(
+        self, user_id: int, kinds: list[str] | None, archived: bool, rowids: list[int] | None, day: str | None
+    ) -> list[Memory]:
+        if rowids is not None:
+            sql, args = self._by_rowids(rowids, "m.")
+            args = [user_id, *args]
+        else:
+            sql, args = "m.user_id = ?", [user_id]
+        if kinds is not None:
+            cond, more = self._in_list("m.kind", kinds)
+            sql += f" AND {cond}"
+            args += more
+        if not archived:
+            sql += " AND m.archived = ?"
+            args.append(False)
+        if day is not None:
+            sql += " AND m.date = ?"
+            args.append(day)
+        return [to_memory(r[0], r[1:]) for r in self._rows(_SELECT + sql + _ORDER, args)]
+
+    def memories_by_ids(self, user_id: int, memory_ids: Iterable[str]) -> list[Memory]:
+        ids = list(dict.fromkeys(memory_ids))
+        if not ids:
+            return []
+        cond, args = self._in_list("m.memory_id", ids)
+        return [
+            to_memory(r[0], r[1:])
+            for r in self._rows(f"{_SELECT}m.user_id = ? AND {cond}{_ORDER}", (user_id, *args))
+        ]
+
+    def last_turn(self, user_id: int, date: str) -> Memory | None:
+        rows = self._rows(
+            f"{_SELECT}m.user_id = ? AND m.kind = 'turn' AND m.date = ? ORDER BY m.turn DESC NULLS LAST LIMIT 1",
+            (user_id, date),
+        )
+        return to_memory(rows[0][0], rows[0][1:]) if rows else None
+
+    def memory_keys(self, user_id: int, rowids: Sequence[int]) -> dict[int, tuple[str, MemoryKind, str]]:
+        if not len(rowids):
+            return {}
+        cond, args = self._by_rowids(rowids)
+        rows = self._rows(f"SELECT id, memory_id, kind, date FROM memories WHERE {cond}", (user_id, *args))
+        return {int(r[0]): (r[1], MemoryKind(r[2]), r[3]) for r in rows}
+
+    def counts(self) -> dict[str, Any]:
+        users = self._rows("SELECT COUNT(*) FROM users")[0][0]
+        kinds = {k.value: 0 for k in MemoryKind}
+        archived = 0
+        for kind, n, a in self._rows(
+            "SELECT kind, COUNT(*), SUM(CASE WHEN archived THEN 1 ELSE 0 END) FROM memories GROUP BY kind"
+        ):
+            kinds[kind] = int(n)
+            archived += int(a or 0)
+        return {"users": int(users), "memories": kinds, "archived": archived}
+
+    # -- vectors -------------------------------------------------------------------------------
+    def vectors(
+        self, user_id: int, encoder: str, kinds: Iterable[MemoryKind], after_rowid: int = 0
+    ) -> VectorBatch:
+        cond, args = self._in_list("m.kind", [k.value for k in kinds])
+        rows = self._rows(
+            # In rowid order through the (user_id, id) index: a catch-up after one new turn reads
+            # one row, not all of the user's.
+            f"SELECT m.id, e.vector, m.text, m.kind, m.date, m.turn, m.context FROM memories m{self.ROWID_ORDER_HINT} "
+            "JOIN embeddings e ON e.memory_rowid = m.id "
+            f"WHERE m.user_id = ? AND m.archived = ? AND m.id > ? AND e.encoder = ? AND {cond} ORDER BY m.id",
+            (user_id, False, int(after_rowid), encoder, *args),
+            binary=True,
+        )
+        if not rows:
+            return VectorBatch(
+                np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32), [], [], [], []
+            )
+        vecs = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        return VectorBatch(
+            np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
+            vecs,
+            [index_text(r[2], r[6]) for r in rows],
+            [r[3] for r in rows],
+            [r[4] for r in rows],
+            [r[5] for r in rows],
+        )
+
+    def missing_vectors(self, encoder: str, kinds: Iterable[MemoryKind]) -> list[tuple[int, str]]:
+        cond, args = self._in_list("m.kind", [k.value for k in kinds])
+        return [
+            (int(r[0]), index_text(r[1], r[2]))
+            for r in self._rows(
+                "SELECT m.id, m.text, m.context FROM memories m LEFT JOIN embeddings e ON e.memory_rowid = m.id "
+                f"WHERE (e.encoder IS NULL OR e.encoder != ?) AND {cond} ORDER BY m.id",
+                (encoder, *args),
+            )
+        ]
+
+    def embeddings(self, user_id: int) -> dict[int, tuple[str, np.ndarray]]:
+        rows = self._rows(
+            "SELECT e.memory_rowid, e.encoder, e.vector FROM embeddings e JOIN memories m ON m.id = e.memory_rowid "
+            "WHERE m.user_id = ? ORDER BY e.memory_rowid",
+            (user_id,),
+            binary=True,
+        )
+        return {int(r[0]): (r[1], np.frombuffer(r[2], dtype=np.float32)) for r in rows}
