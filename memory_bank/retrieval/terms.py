@@ -92,12 +92,12 @@ class NamedMonth:
 
 
 def default_terms(cfg: RetrievalConfig) -> list[Term]:
-    """The bank's terms for ``cfg``, in fusion order, leaving out those of weight 0.
-
-    ``dense`` stays even at weight 0: its vectors also choose the dense candidates, and a
-    pipeline scores something.
-    """
-    terms: list[Term] = [Dense(cfg.dense_weight)]
+    """The bank's terms for ``cfg``, in fusion order, leaving out those of weight 0 (the dense
+    candidates are taken whatever the dense term's weight: see
+    :class:`~memory_bank.retrieval.candidates.CandidateStep`)."""
+    terms: list[Term] = []
+    if cfg.dense_weight > 0:
+        terms.append(Dense(cfg.dense_weight))
     if cfg.lexical_weight > 0:
         terms.append(Lexical(cfg.lexical_weight))
     if cfg.date_weight > 0:
