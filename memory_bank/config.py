@@ -94,7 +94,13 @@ class ForgettingConfig(_Strict):
 
 
 class RetrievalConfig(_Strict):
-    """Hybrid retrieval: dense cosine + CJK-aware BM25 + date hints + neighbouring-turn context."""
+    """Hybrid retrieval: dense cosine + CJK-aware BM25 + date hints + neighbouring-turn context.
+
+    Each weight turns on one piece of the pipeline in :mod:`memory_bank.retrieval` (0 leaves it
+    out): the terms ``dense``, ``lexical``, ``named_day`` (``date_weight``), ``named_month``;
+    the stages ``day_evidence`` (``day_weight``, ``day_top``) and ``neighbour_lift``
+    (``prev_turn_weight``, ``next_turn_weight``). ``candidates`` is N of the dense and lexical top N.
+    """
 
     top_k: int = Field(DEFAULT_TOP_K, ge=1, le=1000)
     dense_weight: float = Field(1.0, ge=0)

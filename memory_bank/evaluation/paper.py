@@ -181,7 +181,6 @@ def retrieve_proposed(
     """Like :func:`retrieve`, ranked by a proposal of :mod:`memory_bank.evaluation.variants` (no store)."""
     import datetime as dt
 
-    from memory_bank.config import RetrievalConfig
     from memory_bank.evaluation.variants import PROPOSALS, rank_memories
     from memory_bank.original_format import user_memories
     from memory_bank.records import RETRIEVABLE_KINDS
@@ -194,14 +193,12 @@ def retrieve_proposed(
     for user, qs in by_user.items():
         mems, _ = user_memories(user, data[keys[user]])
         mems = [m for m in mems if m.kind in RETRIEVABLE_KINDS and m.text.strip()]
-        p = PROPOSALS[proposal]
         ranked = rank_memories(
             mems,
             [q.question for q in qs],
             encoder,
             k,
-            cfg=RetrievalConfig(**p.retrieval),
-            v2=p.v2,
+            proposal=PROPOSALS[proposal],
             now=dt.date.fromisoformat(now[:10]),
         )
         for q, idx in zip(qs, ranked, strict=True):

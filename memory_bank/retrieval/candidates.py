@@ -1,0 +1,92 @@
+"""Candidate generation: which memories a search scores at all.
+
+The candidates are the union of what each source names, of the kinds the query allows: the
+``size`` nearest vectors (dense), the ``size`` best BM25 scores (lexical) and the memories on
+days the query names; with ``neighbours`` on, the turns just before and after each of those
+join them (the neighbour lift can carry a follow-up turn into the top k). The terms then score
+the candidates *and* their neighbouring turns (:attr:`Candidates.scored`), since the lift and
+the day evidence read the neighbours' scores; only :attr:`Candidates.ranked` are returned.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from memory_bank.index import stable_top
+from memory_bank.retrieval.query import Context
+
+#: A candidate source: positions of the partition for a context, given the pool size.
+Source = Callable[[Context, int], np.ndarray]
+
+
+def dense_top(ctx: Context, size: int) -> np.ndarray:
+    """The ``size`` memories nearest to the query vector."""
+    return ctx.part.dense_top(ctx.query.vector, size)[0]
+
+
+def lexical_top(ctx: Context, size: int) -> np.ndarray:
+    """Up to ``size`` memories with the best (non-zero) BM25 scores."""
+    if ctx.bm25_max <= 0:
+        return np.zeros(0, dtype=np.int64)
+    top = stable_top(ctx.bm25, size)
+    return top[ctx.bm25[top] > 0]
+
+
+def named_days(ctx: Context, size: int) -> np.ndarray:
+    """Every memory on a day the query names (``size`` does not apply)."""
+    return ctx.on_named_days
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Candidates:
+    """The memories one search ranks and those it scores.
+
+    ``ranked`` (ascending positions) are the candidates; ``scored`` (ascending) holds them and
+    their neighbouring turns; ``prev`` and ``next`` give, per ranked position, the position of
+    the turn before and after it on the same day (-1: none, or neighbours off).
+    """
+
+    ranked: np.ndarray
+    scored: np.ndarray
+    prev: np.ndarray
+    next: np.ndarray
+
+    @functools.cached_property
+    def ranked_at(self) -> np.ndarray:
+        """Where each ranked position sits in ``scored``."""
+        return np.searchsorted(self.scored, self.ranked)
+
+    def at(self, positions: np.ndarray) -> np.ndarray:
+        """Where each of ``positions`` (all in ``scored``) sits in ``scored``."""
+        return np.searchsorted(self.scored, positions)
+
+
+@dataclasses.dataclass(frozen=True)
+class CandidateStep:
+    """Candidate generation from ``sources``, each asked for ``max(size, k)`` positions."""
+
+    sources: Sequence[Source]
+    size: int = 64
+    neighbours: bool = True
+
+    def __call__(self, ctx: Context, k: int) -> Candidates | None:
+        """The candidates of a search for ``k`` memories, ``None`` when there are none."""
+        pool = max(self.size, k)
+        found = [source(ctx, pool) for source in self.sources]
+        ranked = ctx.of_allowed_kinds(np.unique(np.concatenate(found)))
+        if not len(ranked):
+            return None
+        part = ctx.part
+        if self.neighbours:
+            prev, nxt = part.neighbour_positions(ranked)
+            around = ctx.of_allowed_kinds(np.concatenate([prev[prev >= 0], nxt[nxt >= 0]]))
+            ranked = np.union1d(ranked, around)
+            prev, nxt = part.neighbour_positions(ranked)
+        else:
+            prev = nxt = np.full(len(ranked), -1, dtype=np.int64)
+        scored = np.unique(np.concatenate([ranked, prev[prev >= 0], nxt[nxt >= 0]]))
+        return Candidates(ranked, scored, prev, nxt)

@@ -1,0 +1,107 @@
+"""What a ranking reads: the query, parsed once, and the partition-wide arrays built from it.
+
+:class:`Query` holds the query's text, vector, "now" and the memory kinds it may return, and
+parses the rest on first use (tokens, the days and the months it names), so a term whose
+weight is 0 never pays for a parse it does not need. :class:`Context` pairs a query with one
+user's :class:`~memory_bank.index.Partition` and keeps what several steps share: the BM25
+score of every memory (lexical candidates and the lexical term) and the positions on the days
+and in the months the query names (candidates and the date hints).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import functools
+
+import numpy as np
+
+from memory_bank.index import Partition
+from memory_bank.text import dates_in, months_in, tokenize
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Query:
+    """A search query. ``years`` resolves dates without a year ("May 4th", "in July") against
+    the years the memories span (latest first); ``now`` resolves "yesterday" and "today"."""
+
+    text: str
+    vector: np.ndarray
+    now: dt.date | None = None
+    allowed_kinds: frozenset[str] | None = None
+    years: tuple[int, ...] = ()
+
+    @classmethod
+    def parse(
+        cls,
+        part: Partition,
+        text: str,
+        vector: np.ndarray,
+        *,
+        now: dt.date | None = None,
+        allowed_kinds: frozenset[str] | None = None,
+    ) -> Query:
+        """The query ``text`` (embedded as ``vector``) for a search of ``part``."""
+        return cls(text, np.asarray(vector, dtype=np.float32), now, allowed_kinds, part.years())
+
+    @functools.cached_property
+    def tokens(self) -> list[str]:
+        """Index tokens (see :func:`memory_bank.text.tokenize`)."""
+        return tokenize(self.text)
+
+    @functools.cached_property
+    def days(self) -> frozenset[str]:
+        """Calendar days the query names, as ``YYYY-MM-DD``."""
+        return frozenset(d.isoformat() for d in dates_in(self.text, now=self.now, years=self.years))
+
+    @functools.cached_property
+    def months(self) -> frozenset[str]:
+        """Months the query names without a day, as ``YYYY-MM``."""
+        return frozenset(months_in(self.text, years=self.years))
+
+
+class Context:
+    """One search: a query and the partition it ranks, with the arrays its steps share."""
+
+    def __init__(self, part: Partition, query: Query) -> None:
+        self.part = part
+        self.query = query
+
+    @functools.cached_property
+    def bm25(self) -> np.ndarray:
+        """The BM25 score of every position (``float32``, 0 where no query token occurs)."""
+        return self.part.lexical.score_array(self.query.tokens)
+
+    @functools.cached_property
+    def bm25_max(self) -> float:
+        """The best BM25 score (0 when no memory holds a query token)."""
+        return float(self.bm25.max()) if len(self.bm25) else 0.0
+
+    @functools.cached_property
+    def on_named_days(self) -> np.ndarray:
+        """Positions (ascending) of the memories on the days the query names."""
+        days = self.query.days
+        return self.part.positions_on(days) if days else np.zeros(0, dtype=np.int64)
+
+    @functools.cached_property
+    def in_named_months(self) -> np.ndarray:
+        """Positions (ascending) of the memories in the months the query names."""
+        months = self.query.months
+        return self.part.positions_in_months(months) if months else np.zeros(0, dtype=np.int64)
+
+    def of_allowed_kinds(self, positions: np.ndarray) -> np.ndarray:
+        """``positions`` without the memories of kinds the query may not return."""
+        allowed = self.query.allowed_kinds
+        if allowed is None:
+            return positions
+        kinds = self.part.kinds
+        keep = np.fromiter((kinds[i] in allowed for i in positions), dtype=bool, count=len(positions))
+        return positions[keep]
+
+
+def member(positions: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """Whether each of ``positions`` is in ``sorted_set`` (ascending), as a bool array."""
+    if not len(sorted_set):
+        return np.zeros(len(positions), dtype=bool)
+    at = np.searchsorted(sorted_set, positions)
+    return sorted_set[np.minimum(at, len(sorted_set) - 1)] == positions

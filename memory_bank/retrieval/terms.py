@@ -1,0 +1,107 @@
+"""Scoring terms: each gives every scored memory one number, and the fusion combines them.
+
+A term has a ``name``, a ``weight`` and ``score(ctx, positions)``, which returns one ``float32``
+per position, *unweighted*; the default fusion (:func:`memory_bank.retrieval.pipeline.weighted_sum`)
+adds ``weight * score`` over the terms, in their order. The default terms, built from
+:class:`~memory_bank.config.RetrievalConfig` by :func:`default_terms`:
+
+* ``dense``: the cosine of the memory's stored vector and the query vector;
+* ``lexical``: the memory's BM25 score divided by the best score of the query (0..1);
+* ``named_day``: 1 for a memory on a day the query names ("May 4th", "5月4日", "yesterday");
+* ``named_month``: 1 for a memory in a month the query names ("in July 2023"), unless the
+  ``named_day`` term is on and the memory lies on a named day (a memory gets one date hint).
+
+A term whose weight is 0 is not built, so it costs nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Protocol
+
+import numpy as np
+
+from memory_bank.config import RetrievalConfig
+from memory_bank.retrieval.query import Context, member
+
+
+class Term(Protocol):
+    """One scoring term (see the module docstring)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def weight(self) -> float: ...
+
+    def score(self, ctx: Context, positions: np.ndarray) -> np.ndarray:
+        """One ``float32`` per position, before the weight."""
+        ...
+
+
+@dataclasses.dataclass(frozen=True)
+class Dense:
+    """Cosine similarity of the stored (normalised) vectors with the query vector."""
+
+    weight: float
+    name: str = "dense"
+
+    def score(self, ctx: Context, positions: np.ndarray) -> np.ndarray:
+        return ctx.part.vectors_at(positions) @ ctx.query.vector
+
+
+@dataclasses.dataclass(frozen=True)
+class Lexical:
+    """BM25 scaled by the query's best BM25 score, so 1 is the best lexical match."""
+
+    weight: float
+    name: str = "lexical"
+
+    def score(self, ctx: Context, positions: np.ndarray) -> np.ndarray:
+        best = ctx.bm25_max
+        if best <= 0:
+            return np.zeros(len(positions), dtype=np.float32)
+        return ctx.bm25[positions] / best
+
+
+@dataclasses.dataclass(frozen=True)
+class NamedDay:
+    """1 on the days the query names."""
+
+    weight: float
+    name: str = "named_day"
+
+    def score(self, ctx: Context, positions: np.ndarray) -> np.ndarray:
+        return member(positions, ctx.on_named_days).astype(np.float32)
+
+
+@dataclasses.dataclass(frozen=True)
+class NamedMonth:
+    """1 in the months the query names; 0 on a named day when ``yield_to_days`` (the
+    ``named_day`` term gives those their hint)."""
+
+    weight: float
+    yield_to_days: bool = True
+    name: str = "named_month"
+
+    def score(self, ctx: Context, positions: np.ndarray) -> np.ndarray:
+        hit = member(positions, ctx.in_named_months)
+        if self.yield_to_days and hit.any():
+            hit &= ~member(positions, ctx.on_named_days)
+        return hit.astype(np.float32)
+
+
+def default_terms(cfg: RetrievalConfig) -> list[Term]:
+    """The bank's terms for ``cfg``, in fusion order, leaving out those of weight 0 (the dense
+    candidates are taken whatever the dense term's weight: see
+    :class:`~memory_bank.retrieval.candidates.CandidateStep`)."""
+    terms: list[Term] = []
+    if cfg.dense_weight > 0:
+        terms.append(Dense(cfg.dense_weight))
+    if cfg.lexical_weight > 0:
+        terms.append(Lexical(cfg.lexical_weight))
+    if cfg.date_weight > 0:
+        terms.append(NamedDay(cfg.date_weight))
+    if cfg.month_weight > 0:
+        terms.append(NamedMonth(cfg.month_weight, yield_to_days=cfg.date_weight > 0))
+    return terms
