@@ -700,12 +700,13 @@ class SQLiteStorage(Storage):
         if not rowids:
             return
         with self._write() as c:
-            # The recall date only moves forward: a recall of yesterday committing after one of
-            # today (another server, a replay) must not turn the forgetting clock back.
+            # At most one recall a day (the paper's strength counts recall days), and the recall
+            # date only moves forward: a recall of yesterday committing after one of today
+            # (another server, a replay) neither counts nor turns the forgetting clock back.
             c.executemany(
-                "UPDATE memories SET strength = strength + 1, "
-                "last_recall_date = max(COALESCE(last_recall_date, ''), ?) WHERE id = ? AND user_id = ?",
-                [(date, int(r), user_id) for r in rowids],
+                "UPDATE memories SET strength = strength + 1, last_recall_date = ? "
+                "WHERE id = ? AND user_id = ? AND (last_recall_date IS NULL OR last_recall_date < ?)",
+                [(date, int(r), user_id, date) for r in sorted({int(r) for r in rowids})],
             )
 
     def set_archived(self, user_id: int, rowids: Sequence[int], archived: bool) -> None:

@@ -38,7 +38,6 @@ Requires ``pip install 'memorybank-siliconfriend[postgres]'`` (psycopg 3).
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import dataclasses
 import json
@@ -627,19 +626,19 @@ class PostgresStorage(Storage):
         self._write(run)
 
     def reinforce(self, user_id: int, rowids: Sequence[int], date: str) -> None:
-        """Recall memories: strength + (times listed), recall date moved forward to ``date``.
+        """Recall memories: strength + 1 and recall date ``date``, at most once a day.
 
-        One atomic ``UPDATE`` per call, so reinforcements from many servers all count."""
+        One atomic ``UPDATE`` per call: a recall on a day already counted (another server, a
+        replay) or on an earlier day than the last recall changes nothing."""
         if not len(rowids):
             return
-        times = collections.Counter(int(r) for r in rowids)
-        ids = sorted(times)
+        ids = sorted({int(r) for r in rowids})
         self._write(
             lambda c: c.execute(
-                "UPDATE memories m SET strength = m.strength + t.n, "
-                "last_recall_date = GREATEST(m.last_recall_date, %s) "
-                "FROM unnest(%s::bigint[], %s::int[]) AS t(id, n) WHERE m.id = t.id AND m.user_id = %s",
-                (date, ids, [times[i] for i in ids], user_id),
+                "UPDATE memories SET strength = strength + 1, last_recall_date = %s "
+                "WHERE id = ANY(%s::bigint[]) AND user_id = %s "
+                "AND (last_recall_date IS NULL OR last_recall_date < %s)",
+                (date, ids, user_id, date),
             )
         )
 
