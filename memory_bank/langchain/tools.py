@@ -7,7 +7,7 @@
 The user is never an argument the model fills in: it is bound by the caller (``user=``) or read
 from the agent's runtime context under ``context_key`` (set by the application per call). A
 saved memory is a dated memory of the user's, retrieved, summarised and forgotten like a chat
-turn; its id comes from the tool call's id, so a retried tool call saves it once.
+turn; inside an agent its id comes from the tool call's id, so a retried call saves it once.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def memory_tools(
         """Save something worth remembering about the user for later conversations (a fact,
         a preference, an event), in one or two plain sentences."""
         bank_, user_ = binding.resolve(runtime)
-        call_id = getattr(runtime, "tool_call_id", None)
+        call_id = getattr(runtime, "tool_call_id", None)  # set inside an agent
         try:
             memory = bank_.add_turn(user_, content, "", memory_id=f"tool:{call_id}" if call_id else None)
         except MemoryBankError as e:
