@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from memory_bank.langchain.retriever import MemoryBankRetriever
     from memory_bank.langchain.store import MemoryBankStore
     from memory_bank.langchain.tools import memory_tools
+    from memory_bank.records import MemoryKind
+    from memory_bank.summaries.scheduler import RolloverScheduler
 
 _LAZY = {
     "MemoryBankRetriever": "memory_bank.langchain.retriever",
@@ -72,25 +74,72 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
-def as_retriever(bank: MemoryBank, user: str, **kwargs: Any) -> MemoryBankRetriever:
-    """A :class:`MemoryBankRetriever` over ``user``'s memories (``k``, ``reinforce``, ``kinds``)."""
+def as_retriever(
+    bank: MemoryBank,
+    user: str,
+    *,
+    k: int | None = None,
+    reinforce: bool = True,
+    kinds: tuple[MemoryKind, ...] | None = None,
+) -> MemoryBankRetriever:
+    """A :class:`MemoryBankRetriever` over ``user``'s memories (see its fields)."""
     from memory_bank.langchain.retriever import MemoryBankRetriever
 
-    return MemoryBankRetriever(bank=bank, user=user, **kwargs)
+    return MemoryBankRetriever(bank=bank, user=user, k=k, reinforce=reinforce, kinds=kinds)
 
 
-def as_memory(bank: MemoryBank, user: str, **kwargs: Any) -> MemoryBankMemory:
-    """A classic :class:`MemoryBankMemory` for ``user`` (``k``, ``window``, ``reinforce``...)."""
+def as_memory(
+    bank: MemoryBank,
+    user: str,
+    *,
+    k: int | None = None,
+    window: int | None = None,
+    reinforce: bool = True,
+    input_key: str | None = None,
+    output_key: str | None = None,
+    human_prefix: str = "Human",
+    ai_prefix: str = "AI",
+    return_messages: bool = False,
+) -> MemoryBankMemory:
+    """A classic :class:`MemoryBankMemory` for ``user`` (see its fields)."""
     from memory_bank.langchain.memory import MemoryBankMemory
 
-    return MemoryBankMemory(bank=bank, user=user, **kwargs)
+    return MemoryBankMemory(
+        bank=bank,
+        user=user,
+        k=k,
+        window=window,
+        reinforce=reinforce,
+        input_key=input_key,
+        output_key=output_key,
+        human_prefix=human_prefix,
+        ai_prefix=ai_prefix,
+        return_messages=return_messages,
+    )
 
 
-def as_middleware(bank: MemoryBank, user: str | None, **kwargs: Any) -> MemoryBankMiddleware:
+def as_middleware(
+    bank: MemoryBank | None,
+    user: str | None,
+    *,
+    context_key: str | None = None,
+    k: int | None = None,
+    reinforce: bool = True,
+    store_turns: bool = True,
+    summarizer: RolloverScheduler | None = None,
+) -> MemoryBankMiddleware:
     """A :class:`MemoryBankMiddleware` for ``user`` (or ``user=None, context_key="user_id"``)."""
     from memory_bank.langchain.middleware import MemoryBankMiddleware
 
-    return MemoryBankMiddleware(bank, user, **kwargs)
+    return MemoryBankMiddleware(
+        bank,
+        user,
+        context_key=context_key,
+        k=k,
+        reinforce=reinforce,
+        store_turns=store_turns,
+        summarizer=summarizer,
+    )
 
 
 def as_loader(bank: MemoryBank, user: str, **kwargs: Any) -> MemoryForgetterLoader:
