@@ -45,7 +45,9 @@ def test_replaying_a_checkpoint_stores_the_turn_once(bank: MemoryBank) -> None:
 
 
 def test_a_retried_run_with_the_same_message_stores_it_once(bank: MemoryBank) -> None:
-    agent = create_agent(recording_model("Lovely!", "Lovely!"), middleware=[MemoryBankMiddleware(bank, "Emily")])
+    agent = create_agent(
+        recording_model("Lovely!", "Lovely!"), middleware=[MemoryBankMiddleware(bank, "Emily")]
+    )
     message = HumanMessage("I adopted a cat named Miso.", id="msg-1")
     agent.invoke({"messages": [message]})
     agent.invoke({"messages": [message]})  # the client timed out and sent it again
@@ -68,7 +70,9 @@ def test_the_memory_block_never_reaches_a_checkpoint(bank: MemoryBank) -> None:
 
 def test_what_the_thread_already_shows_is_not_repeated(bank: MemoryBank) -> None:
     model = recording_model("Lovely!", "Miso.", "Miso!")
-    agent = create_agent(model, middleware=[MemoryBankMiddleware(bank, "Emily")], checkpointer=InMemorySaver())
+    agent = create_agent(
+        model, middleware=[MemoryBankMiddleware(bank, "Emily")], checkpointer=InMemorySaver()
+    )
     _say(agent, "I adopted a cat named Miso.", _thread("t1"))
     _say(agent, "What is my cat called?", _thread("t1"))
     same_thread = model.system_texts()[1]
@@ -95,7 +99,9 @@ def test_a_store_is_never_silently_ignored(
     with pytest.raises(InvalidInputError, match="store=MemoryBankStore"):
         no_bank.invoke(ask)
     other = MemoryBankStore(make_bank("other"))
-    two_banks = create_agent(recording_model("hi"), middleware=[MemoryBankMiddleware(bank, "Emily")], store=other)
+    two_banks = create_agent(
+        recording_model("hi"), middleware=[MemoryBankMiddleware(bank, "Emily")], store=other
+    )
     with pytest.raises(InvalidInputError, match="different banks"):
         two_banks.invoke(ask)
     with caplog.at_level(logging.WARNING, logger="memory_bank.langchain.middleware"):
@@ -105,3 +111,20 @@ def test_a_store_is_never_silently_ignored(
         plain.invoke(ask)
     assert "InMemoryStore" in caplog.text and "not a MemoryBankStore" in caplog.text
     assert [m.response for m in bank.history("Emily")] == ["hi"]  # the bank still keeps the turn
+
+
+def test_summaries_run_in_the_background_for_agents(bank: MemoryBank, clock: Any) -> None:
+    from memory_bank.summaries import RolloverScheduler, Summarizer, SummaryConfig
+    from tests.summaries.conftest import ScriptedChatModel
+
+    config = SummaryConfig(backoff_s=0, call_timeout_s=None, max_attempts=1)
+    model = recording_model("Lovely!", "Good morning!", "Miso is well, I hope.")
+    with RolloverScheduler(Summarizer(bank, ScriptedChatModel(), "en", config=config)) as scheduler:
+        agent = create_agent(model, middleware=[MemoryBankMiddleware(bank, "Emily", summarizer=scheduler)])
+        agent.invoke({"messages": [{"role": "user", "content": "I adopted a cat called MISO."}]})
+        clock.advance(days=1)
+        agent.invoke({"messages": [{"role": "user", "content": "Good morning!"}]})  # the 1st is over
+        assert scheduler.wait(10)
+        agent.invoke({"messages": [{"role": "user", "content": "How are you?"}]})
+    assert "MISO" in bank.profile("Emily")["global_summary"]
+    assert "MISO" in model.system_texts()[2].split("Summary of past events with this user:")[1]

@@ -71,3 +71,19 @@ def test_one_retriever_serves_many_users_through_configurable_fields(bank: Memor
     assert [d.metadata["user"] for d in emily + jason] == ["Emily", "Jason"]
     assert "Miso" in emily[0].page_content and "Rex" in jason[0].page_content
     assert retriever.invoke("my pet") == []  # the default user has no memories: nothing, never all users
+
+
+def test_the_core_and_the_agent_adapters_import_without_deprecation_warnings() -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    modules = "memory_bank, memory_bank.cli, memory_bank.langchain.store, memory_bank.langchain.tools, "
+    modules += "memory_bank.langchain.middleware, memory_bank.langchain.retriever, memory_bank.mcp_server"
+    code = f"import sys\nimport {modules}\nassert not [m for m in sys.modules if m.startswith('langchain_community')]"
+    out = subprocess.run(
+        [sys.executable, "-W", "error::DeprecationWarning", "-W", "error::PendingDeprecationWarning", "-c", code],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
