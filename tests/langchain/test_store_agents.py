@@ -9,20 +9,11 @@ from typing import Any
 import pytest
 from langchain.agents import create_agent
 from langchain.tools import ToolRuntime
-from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import tool
 
 from memory_bank import MemoryBank
 from memory_bank.langchain import MemoryBankStore
-from tests.langchain.conftest import recording_model
-
-
-def _call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
-    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": call_id}])
-
-
-def _tool_results(state: dict[str, Any]) -> list[str]:
-    return [m.text for m in state["messages"] if isinstance(m, ToolMessage)]
+from tests.langchain.conftest import recording_model, tool_call, tool_results
 
 
 def test_create_agent_tools_read_and_write_the_store(bank: MemoryBank) -> None:
@@ -42,11 +33,11 @@ def test_create_agent_tools_read_and_write_the_store(bank: MemoryBank) -> None:
         return "; ".join(h.value["content"] for h in hits) or "nothing"
 
     model = recording_model(
-        _call("remember", {"fact": "Emily's cat is called Miso."}, "c1"),
+        tool_call("remember", {"fact": "Emily's cat is called Miso."}, "c1"),
         "Noted!",
-        _call("recall", {"query": "what is the cat called"}, "c2"),
+        tool_call("recall", {"query": "what is the cat called"}, "c2"),
         "Your cat is called Miso.",
-        _call("recall", {"query": "what is the cat called"}, "c3"),
+        tool_call("recall", {"query": "what is the cat called"}, "c3"),
         "I don't know.",
     )
     agent = create_agent(model, tools=[remember, recall], store=MemoryBankStore(bank))
@@ -54,9 +45,9 @@ def test_create_agent_tools_read_and_write_the_store(bank: MemoryBank) -> None:
     agent.invoke(ask, context={"user_id": "Emily"})
     assert [m.memory_id for m in bank.history("Emily")] == ["fact-c1"]
     state = agent.invoke({"messages": [{"role": "user", "content": "Cat?"}]}, context={"user_id": "Emily"})
-    assert _tool_results(state) == ["Emily's cat is called Miso."]
+    assert tool_results(state) == ["Emily's cat is called Miso."]
     jason = agent.invoke({"messages": [{"role": "user", "content": "Cat?"}]}, context={"user_id": "Jason"})
-    assert _tool_results(jason) == ["nothing"]  # another user's namespace: nothing of Emily's
+    assert tool_results(jason) == ["nothing"]  # another user's namespace: nothing of Emily's
 
 
 def test_langmem_memory_tools_on_the_store(bank: MemoryBank) -> None:
@@ -64,9 +55,9 @@ def test_langmem_memory_tools_on_the_store(bank: MemoryBank) -> None:
     namespace = ("memories", "{langgraph_user_id}")  # LangMem's documented default
     tools = [langmem.create_manage_memory_tool(namespace), langmem.create_search_memory_tool(namespace)]
     model = recording_model(
-        _call("manage_memory", {"content": "Emily is learning the cello.", "action": "create"}, "c1"),
+        tool_call("manage_memory", {"content": "Emily is learning the cello.", "action": "create"}, "c1"),
         "I'll remember that.",
-        _call("search_memory", {"query": "which instrument does Emily play?"}, "c2"),
+        tool_call("search_memory", {"query": "which instrument does Emily play?"}, "c2"),
         "The cello.",
     )
     agent = create_agent(model, tools=tools, store=MemoryBankStore(bank))
@@ -75,9 +66,9 @@ def test_langmem_memory_tools_on_the_store(bank: MemoryBank) -> None:
     [memory] = bank.history("Emily")
     assert memory.text == "Emily is learning the cello."
     state = agent.invoke({"messages": [{"role": "user", "content": "What do I play?"}]}, config)
-    [found] = _tool_results(state)
+    [found] = tool_results(state)
     assert "Emily is learning the cello." in found and memory.memory_id in found
-    update = _call(
+    update = tool_call(
         "manage_memory", {"content": "Emily plays the viola now.", "action": "update", "id": memory.memory_id}, "c3"
     )
     agent = create_agent(recording_model(update, "Updated."), tools=tools, store=MemoryBankStore(bank))

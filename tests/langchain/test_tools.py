@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 from langchain_tests.integration_tests import ToolsIntegrationTests
 from langchain_tests.unit_tests import ToolsUnitTests
@@ -18,7 +18,7 @@ from langchain_tests.unit_tests import ToolsUnitTests
 from memory_bank import InvalidInputError, MemoryBank
 from memory_bank.embeddings import HashingEncoder
 from memory_bank.langchain import MemoryBankStore, memory_tools
-from tests.langchain.conftest import recording_model
+from tests.langchain.conftest import recording_model, tool_call, tool_results
 
 EXAMPLES = {
     "search_memory": {"query": "What is my cat called?"},
@@ -81,13 +81,6 @@ class Ctx:
     user_id: str
 
 
-def _call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
-    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": call_id}])
-
-
-def _results(state: dict[str, Any]) -> list[str]:
-    return [m.text for m in state["messages"] if isinstance(m, ToolMessage)]
-
 
 def test_the_model_never_names_the_user(bank: MemoryBank) -> None:
     for t in memory_tools(bank):
@@ -97,27 +90,27 @@ def test_the_model_never_names_the_user(bank: MemoryBank) -> None:
 
 def test_save_search_forget_in_an_agent_with_the_user_from_context(bank: MemoryBank) -> None:
     model = recording_model(
-        _call("save_memory", {"content": "My cat is called Miso."}, "c1"),
+        tool_call("save_memory", {"content": "My cat is called Miso."}, "c1"),
         "Saved.",
-        _call("search_memory", {"query": "what is my cat called"}, "c2"),
+        tool_call("search_memory", {"query": "what is my cat called"}, "c2"),
         "Miso.",
-        _call("search_memory", {"query": "what is my cat called"}, "c3"),
+        tool_call("search_memory", {"query": "what is my cat called"}, "c3"),
         "No idea.",
-        _call("forget_memory", {"memory_id": "tool:c1"}, "c4"),
+        tool_call("forget_memory", {"memory_id": "tool:c1"}, "c4"),
         "Forgotten.",
     )
     agent = create_agent(model, tools=memory_tools(bank), context_schema=Ctx)
     ask = {"messages": [{"role": "user", "content": "Remember: my cat is Miso."}]}
-    assert _results(agent.invoke(ask, context=Ctx("Emily"))) == ["Saved memory tool:c1."]
-    found = _results(agent.invoke(ask, context=Ctx("Emily")))
+    assert tool_results(agent.invoke(ask, context=Ctx("Emily"))) == ["Saved memory tool:c1."]
+    found = tool_results(agent.invoke(ask, context=Ctx("Emily")))
     assert found == ["[2023-05-01] (tool:c1) My cat is called Miso."]
-    assert _results(agent.invoke(ask, context=Ctx("Jason"))) == ["No memories found."]  # isolation
-    assert _results(agent.invoke(ask, context=Ctx("Emily"))) == ["Deleted memory tool:c1."]
+    assert tool_results(agent.invoke(ask, context=Ctx("Jason"))) == ["No memories found."]  # isolation
+    assert tool_results(agent.invoke(ask, context=Ctx("Emily"))) == ["Deleted memory tool:c1."]
     assert bank.history("Emily") == []
 
 
 def test_a_retried_tool_call_saves_once_and_errors_reach_the_model(bank: MemoryBank) -> None:
-    save = _call("save_memory", {"content": "I like tea."}, "c9")
+    save = tool_call("save_memory", {"content": "I like tea."}, "c9")
     agent = create_agent(recording_model(save, "Saved.", save, "Saved."), tools=memory_tools(bank, user="Emily"))
     ask = {"messages": [{"role": "user", "content": "I like tea."}]}
     agent.invoke(ask)
@@ -133,22 +126,22 @@ def test_a_retried_tool_call_saves_once_and_errors_reach_the_model(bank: MemoryB
 
 
 def test_the_bank_can_come_from_the_agents_store(bank: MemoryBank) -> None:
-    model = recording_model(_call("save_memory", {"content": "I play chess."}, "c1"), "Saved.")
+    model = recording_model(tool_call("save_memory", {"content": "I play chess."}, "c1"), "Saved.")
     agent = create_agent(model, tools=memory_tools(None, user="Emily"), store=MemoryBankStore(bank))
     agent.invoke({"messages": [{"role": "user", "content": "I play chess."}]})
     assert [m.text for m in bank.history("Emily")] == ["I play chess."]
     bare = create_agent(
-        recording_model(_call("save_memory", {"content": "x"}, "c2"), "ok"), tools=memory_tools(None, user="Emily")
+        recording_model(tool_call("save_memory", {"content": "x"}, "c2"), "ok"), tools=memory_tools(None, user="Emily")
     )
     state = bare.invoke({"messages": [{"role": "user", "content": "x"}]})
-    assert "store=MemoryBankStore" in _results(state)[0]
+    assert "store=MemoryBankStore" in tool_results(state)[0]
 
 
 def test_a_missing_user_is_a_clear_error(bank: MemoryBank) -> None:
     with pytest.raises(InvalidInputError, match="needs a user"):
         memory_tools(bank, context_key="")
     agent = create_agent(
-        recording_model(_call("search_memory", {"query": "cat"}, "c1"), "ok"), tools=memory_tools(bank)
+        recording_model(tool_call("search_memory", {"query": "cat"}, "c1"), "ok"), tools=memory_tools(bank)
     )
     with pytest.raises(InvalidInputError, match="context=\\{'user_id': '<user>'\\}"):
         agent.invoke({"messages": [{"role": "user", "content": "cat?"}]})
