@@ -204,12 +204,20 @@ class MemoryBank:
 
     # -- writing ------------------------------------------------------------------------------
     def add_turn(
-        self, user: str, query: str, response: str = "", *, at: When = None, memory_id: str | None = None
+        self,
+        user: str,
+        query: str,
+        response: str = "",
+        *,
+        at: When = None,
+        memory_id: str | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> Memory:
         """Store one dialog turn with the time it happened (default: now); searchable at once.
 
         ``memory_id`` (optional, e.g. the chat message's UUID) makes a retried add idempotent: if
         the user already has a memory with this id, it is returned and nothing is stored again.
+        ``extra`` is kept with the turn (JSON-serialisable; e.g. a LangGraph store item's value).
         """
         validate_user(user)
         if memory_id is not None and (
@@ -237,6 +245,7 @@ class MemoryBank:
             response=response,
             timestamp=when.isoformat(timespec="seconds"),
             context=context,
+            extra=dict(extra or {}),
         )
         memory = self.storage.add_turn(rec.id, memory, vector, self.encoder_name)
         # The day's summaries no longer cover every turn of it.
@@ -296,6 +305,38 @@ class MemoryBank:
         memory = Memory(memory_id=memory_id, user=rec.name, kind=kind, date=day, text=text, extra=extra or {})
         vector = self._embed([text])[0] if kind in RETRIEVABLE_KINDS and text.strip() else None
         return self.storage.upsert_memory(rec.id, memory, vector, self.encoder_name)
+
+    def update_memory(
+        self, user: str, memory_id: str, *, text: str | None = None, extra: dict[str, Any] | None = None
+    ) -> Memory:
+        """Change one memory in place by id: new ``text`` (re-embedded) and/or new ``extra``.
+
+        The memory keeps its id, day, strength and recall date (editing a memory is not a
+        recall). A turn with new text marks its day's summaries stale, so the summariser
+        regenerates them from what the user now wants kept; the turn's new text becomes its
+        query and its reply is cleared.
+        """
+        rec = self.user(user)
+        target = self._find(rec, memory_id)
+        if text is None and extra is None:
+            return target
+        changed = dataclasses.replace(target)
+        if text is not None:
+            _check_text(text, "memory text", allow_empty=target.kind is not MemoryKind.TURN)
+            changed.text = text
+            if target.kind is MemoryKind.TURN:
+                changed.query, changed.response = text, ""
+        if extra is not None:
+            changed.extra = dict(extra)
+        vector = None
+        if changed.kind in RETRIEVABLE_KINDS and changed.text.strip():
+            vector = self._embed([index_text(changed.text, changed.context)])[0]
+        memory = self.storage.upsert_memory(rec.id, changed, vector, self.encoder_name)
+        if text is not None and target.kind is MemoryKind.TURN:
+            self.storage.mark_stale(
+                rec.id, [MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY], [target.date]
+            )
+        return memory
 
     def delete_memory(self, user: str, memory_id: str) -> Memory:
         """Delete one memory, and blank every summary that may quote it: the daily layers of its day
@@ -395,7 +436,10 @@ class MemoryBank:
         now: When = None,
         _memories: Sequence[Memory] | None = None,
     ) -> None:
-        """Recall memories (paper §2.3): strength +1 and the forgetting clock restarts today."""
+        """Recall memories (paper §2.3): strength +1 and the forgetting clock restarts today.
+
+        A memory is reinforced at most once a day, however often it is retrieved: the paper's
+        strength counts the days it was recalled on (seven retrievals today give strength 2)."""
         rec = self.user(user)
         day = _as_date(now, self.clock).isoformat()
         if _memories is None:
@@ -405,9 +449,10 @@ class MemoryBank:
             if missing:
                 raise MemoryNotFoundError(f"user {rec.name!r} has no memory with id {sorted(missing)[0]!r}")
         self.storage.reinforce(rec.id, [m.rowid or 0 for m in _memories], day)
-        for m in _memories:
-            m.strength += 1
-            m.last_recall_date = day
+        for m in {id(m): m for m in _memories}.values():
+            if m.last_recall_date is None or m.last_recall_date < day:
+                m.strength += 1
+                m.last_recall_date = day
 
     def memories(
         self,

@@ -269,6 +269,7 @@ COMMAND_MODULES = (
     "memory_bank.evaluation.cli",
     "memory_bank.bench.cli",
     "memory_bank.migrate_cli",
+    "memory_bank.mcp_cli",
 )
 
 

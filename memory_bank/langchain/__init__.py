@@ -9,7 +9,9 @@ forgetting document loader, each bound to one user.
 * :class:`MemoryBankRetriever`, a ``langchain_core`` ``BaseRetriever``: LCEL chains, RAG;
 * :class:`MemoryBankMemory`, a ``langchain_classic`` ``BaseMemory``: ``ConversationChain``, ``LLMChain``;
 * :class:`MemoryBankMiddleware`, an ``AgentMiddleware``: ``langchain.agents.create_agent``;
-* :class:`MemoryForgetterLoader`, a ``BaseLoader``: forgetting in front of any vector store.
+* :class:`MemoryForgetterLoader`, a ``BaseLoader``: forgetting in front of any vector store;
+* :class:`MemoryBankStore`, a LangGraph ``BaseStore``: ``create_agent(store=...)``, LangMem;
+* :func:`memory_tools`: ``search_memory`` / ``save_memory`` / ``forget_memory`` tools for agents.
 
 Importing this package imports none of them: each module (and ``langchain_classic`` or
 ``langchain.agents`` behind it) loads when its name is first used.
@@ -31,7 +33,10 @@ if TYPE_CHECKING:
     from memory_bank.langchain.middleware import MemoryBankMiddleware
     from memory_bank.langchain.prompts import conversation_prompt
     from memory_bank.langchain.retriever import MemoryBankRetriever
+    from memory_bank.langchain.store import MemoryBankStore
+    from memory_bank.langchain.tools import memory_tools
     from memory_bank.records import MemoryKind
+    from memory_bank.summaries.scheduler import RolloverScheduler
 
 _LAZY = {
     "MemoryBankRetriever": "memory_bank.langchain.retriever",
@@ -40,6 +45,8 @@ _LAZY = {
     "MemoryForgetterLoader": "memory_bank.langchain.loader",
     "ForgettingResult": "memory_bank.langchain.loader",
     "conversation_prompt": "memory_bank.langchain.prompts",
+    "MemoryBankStore": "memory_bank.langchain.store",
+    "memory_tools": "memory_bank.langchain.tools",
 }
 
 __all__ = [
@@ -47,12 +54,14 @@ __all__ = [
     "MemoryBankMemory",
     "MemoryBankMiddleware",
     "MemoryBankRetriever",
+    "MemoryBankStore",
     "MemoryForgetterLoader",
     "as_loader",
     "as_memory",
     "as_middleware",
     "as_retriever",
     "conversation_prompt",
+    "memory_tools",
 ]
 
 
@@ -125,19 +134,26 @@ def as_memory(
 
 
 def as_middleware(
-    bank: MemoryBank,
+    bank: MemoryBank | None,
     user: str | None,
     *,
     context_key: str | None = None,
     k: int | None = None,
     reinforce: bool = True,
     store_turns: bool = True,
+    summarizer: RolloverScheduler | None = None,
 ) -> MemoryBankMiddleware:
     """A :class:`MemoryBankMiddleware` for ``user`` (or ``user=None, context_key="user_id"``)."""
     from memory_bank.langchain.middleware import MemoryBankMiddleware
 
     return MemoryBankMiddleware(
-        bank, user, context_key=context_key, k=k, reinforce=reinforce, store_turns=store_turns
+        bank,
+        user,
+        context_key=context_key,
+        k=k,
+        reinforce=reinforce,
+        store_turns=store_turns,
+        summarizer=summarizer,
     )
 
 

@@ -2,36 +2,43 @@
 
 Importing this module imports ``langchain.agents``; :mod:`memory_bank.langchain` only does so when
 :class:`MemoryBankMiddleware` is first used.
+
+Correct under checkpoints and retries:
+
+* each turn is stored with a memory id derived from the human message's id (``lc:<id>``), so a
+  replayed checkpoint, a retried run or a resent message never stores it twice;
+* the memory block is rebuilt from the bank for each turn and added to the model request only:
+  it is never written into the agent's state, so no checkpoint keeps a copy of a memory that is
+  later deleted or forgotten;
+* memories already in ``state["messages"]`` (the turns of this thread) are left out of the block.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Annotated, Any
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
-from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import run_in_executor
 from langgraph.runtime import Runtime
-from typing_extensions import NotRequired
 
 from memory_bank.bank import MemoryBank
 from memory_bank.errors import InvalidInputError
+from memory_bank.langchain.context import context_user
 from memory_bank.langchain.documents import require_user
 from memory_bank.langchain.prompts import format_memories, memory_block
 
+if TYPE_CHECKING:
+    from memory_bank.summaries.scheduler import RolloverScheduler
+
 logger = logging.getLogger(__name__)
 
-#: State key holding this turn's memory block (private to the middleware).
-CONTEXT_KEY = "memory_bank_context"
-
-
-class MemoryBankState(AgentState[Any]):
-    """Agent state plus the memory block retrieved for the current turn."""
-
-    memory_bank_context: NotRequired[Annotated[str, PrivateStateAttr]]
+#: Memory blocks kept per middleware (one per recent human message), so a tool loop recalls once.
+_BLOCK_CACHE_SIZE = 256
 
 
 def last_turn(messages: Sequence[BaseMessage]) -> tuple[str, str | None]:
@@ -40,16 +47,27 @@ def last_turn(messages: Sequence[BaseMessage]) -> tuple[str, str | None]:
     The reply is the last AI message after the user's that calls no tool; tool calls and
     tool results in between are the agent's work, not the conversation.
     """
+    human, reply = _last_exchange(messages)
+    return (human.text if human is not None else ""), reply
+
+
+def _last_exchange(messages: Sequence[BaseMessage]) -> tuple[HumanMessage | None, str | None]:
     for i in range(len(messages) - 1, -1, -1):
-        if isinstance(messages[i], HumanMessage):
-            query = messages[i].text
+        message = messages[i]
+        if isinstance(message, HumanMessage):
             replies = [
                 m
                 for m in messages[i + 1 :]
                 if isinstance(m, AIMessage) and not m.tool_calls and m.text.strip()
             ]
-            return query, (replies[-1].text if replies else None)
-    return "", None
+            return message, (replies[-1].text if replies else None)
+    return None, None
+
+
+def turn_memory_id(message: BaseMessage) -> str | None:
+    """The memory id a turn is stored under: ``lc:`` + the human message's id (``None``
+    without one). LangGraph gives every message in an agent's state an id."""
+    return f"lc:{message.id}" if message.id else None
 
 
 def _with_block(system: SystemMessage | None, block: str) -> SystemMessage:
@@ -63,18 +81,28 @@ def _with_block(system: SystemMessage | None, block: str) -> SystemMessage:
     return system.model_copy(update={"content": new})
 
 
-class MemoryBankMiddleware(AgentMiddleware[MemoryBankState, Any]):
+class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
     """Long-term memory for agents made with :func:`langchain.agents.create_agent`.
 
-    Before the agent's first model call of a turn it retrieves the ``k`` memories related to
-    the user's message (recalling them, unless ``reinforce=False``) and reads the global user
-    portrait and event summary; before every model call of that turn it appends them to the
-    system message. After the agent's final reply it stores the turn (user message, reply), so
-    the next turn can retrieve it. Works with any chat model.
+    For each user message it retrieves the ``k`` memories related to it (recalling them,
+    unless ``reinforce=False``; at most once a day each) and reads the global user portrait and
+    event summary; before every model call of that turn it appends them to the system message.
+    After the agent's final reply it stores the turn (user message, reply), so the next turn
+    can retrieve it. Works with any chat model.
 
     The user is bound at construction (``user=``), or read per call from the runtime context
     under ``context_key`` (``agent.invoke(..., context={"user_id": "Emily"})``); a call
     without one is an error, never "all users".
+
+    The bank is ``bank``, or, with ``bank=None``, the bank behind the agent's store
+    (``create_agent(store=MemoryBankStore(bank))``), so memory tools reading the store and
+    the middleware share one memory. A store over another bank is an error; a store of another
+    kind is left to the agent's tools, and a warning says that the middleware does not use it.
+
+    ``summarizer`` (a :class:`~memory_bank.summaries.RolloverScheduler` over a
+    :class:`~memory_bank.summaries.Summarizer` with any LangChain chat model) summarises each
+    finished day and then the global portrait and event summary in the background, as
+    SiliconFriend does, so the block carries a portrait and an event summary for agents too.
 
     Example::
 
@@ -87,17 +115,16 @@ class MemoryBankMiddleware(AgentMiddleware[MemoryBankState, Any]):
         agent.invoke({"messages": [{"role": "user", "content": "What is my cat called?"}]})
     """
 
-    state_schema = MemoryBankState
-
     def __init__(
         self,
-        bank: MemoryBank,
+        bank: MemoryBank | None = None,
         user: str | None = None,
         *,
         context_key: str | None = None,
         k: int | None = None,
         reinforce: bool = True,
         store_turns: bool = True,
+        summarizer: RolloverScheduler | None = None,
     ) -> None:
         if user is None and not context_key:
             raise InvalidInputError(
@@ -112,77 +139,140 @@ class MemoryBankMiddleware(AgentMiddleware[MemoryBankState, Any]):
         self.k = k
         self.reinforce = reinforce
         self.store_turns = store_turns
+        self.summarizer = summarizer
         self.tools = []
+        self._blocks: collections.OrderedDict[tuple[str, str], tuple[tuple[int, int], str]] = (
+            collections.OrderedDict()
+        )
+        self._lock = threading.Lock()
+        self._warned_store = False
 
     def resolve_user(self, runtime: Runtime[Any] | None) -> str:
         """The user of this call: the bound one, else the one in the runtime context."""
         if self.user is not None:
             return self.user
-        key = self.context_key or ""
-        ctx = getattr(runtime, "context", None)
-        value = ctx.get(key) if isinstance(ctx, Mapping) else getattr(ctx, key, None)
-        if value is None or (isinstance(value, str) and not value.strip()):
-            raise InvalidInputError(
-                f"MemoryBankMiddleware has no user for this call: invoke the agent with "
-                f"context={{{key!r}: '<user>'}}, or build the middleware with user='<name>'"
-            )
-        return require_user(value, "MemoryBankMiddleware")
+        return context_user(runtime, self.context_key or "", "MemoryBankMiddleware")
 
-    def recall(self, user: str, query: str) -> str:
-        """The memory block for ``query``: related memories with dates, portrait, event summary."""
-        if not self.bank.has_user(user):
+    def resolve_bank(self, runtime: Runtime[Any] | None) -> MemoryBank:
+        """The bank of this call: ``bank``, else the one behind the agent's ``store``."""
+        from memory_bank.langchain.store import MemoryBankStore
+
+        store = getattr(runtime, "store", None)
+        if isinstance(store, MemoryBankStore):
+            if self.bank is not None and store.bank is not self.bank:
+                raise InvalidInputError(
+                    "MemoryBankMiddleware's bank and the agent's MemoryBankStore are different banks; "
+                    "build the middleware with MemoryBankMiddleware(None, ...) to use the store's bank"
+                )
+            return store.bank
+        if self.bank is None:
+            raise InvalidInputError(
+                "MemoryBankMiddleware has no bank: pass MemoryBankMiddleware(bank, ...), or give the "
+                "agent create_agent(..., store=MemoryBankStore(bank))"
+            )
+        if store is not None and not self._warned_store:
+            self._warned_store = True
+            logger.warning(
+                "the agent's store (%s) is not a MemoryBankStore: MemoryBankMiddleware keeps memories "
+                "in its bank, and only the agent's tools use that store",
+                type(store).__name__,
+            )
+        return self.bank
+
+    def recall(
+        self, user: str, query: str, *, bank: MemoryBank | None = None, exclude: Sequence[BaseMessage] = ()
+    ) -> str:
+        """The memory block for ``query``: related memories with dates, portrait, event summary.
+
+        Memories of the turns in ``exclude`` (the thread's messages, by id or by text) are left
+        out; only the memories shown are recalled."""
+        bank = bank if bank is not None else self.resolve_bank(None)
+        if not bank.has_user(user):
             return ""
         memories = ""
         if query.strip():
-            results = self.bank.search(user, query, k=self.k, reinforce=self.reinforce)
-            memories = format_memories(results, language=self.bank.config.language)
-        profile = self.bank.profile(user)
+            humans = [m for m in exclude if isinstance(m, HumanMessage)]
+            skip_ids = {turn_memory_id(m) for m in humans} - {None}
+            skip_texts = {m.text for m in humans}
+            k = self.k or bank.config.retrieval.top_k
+            results = bank.search(user, query, k=k + len(humans))
+            results = [
+                r
+                for r in results
+                if r.memory.memory_id not in skip_ids and (r.memory.query or "") not in skip_texts
+            ][:k]
+            if self.reinforce and results:
+                bank.reinforce(
+                    user, [r.memory.memory_id for r in results], _memories=[r.memory for r in results]
+                )
+            memories = format_memories(results, language=bank.config.language)
+        profile = bank.profile(user)
         return memory_block(
             memories,
             profile["global_portrait"],
             profile["global_summary"],
-            language=self.bank.config.language,
+            language=bank.config.language,
         )
 
     # -- hooks --------------------------------------------------------------------------------
-    def before_agent(self, state: MemoryBankState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        user = self.resolve_user(runtime)
-        query, _ = last_turn(state["messages"])
-        return {CONTEXT_KEY: self.recall(user, query)}
-
-    async def abefore_agent(self, state: MemoryBankState, runtime: Runtime[Any]) -> dict[str, Any] | None:
-        return await run_in_executor(None, self.before_agent, state, runtime)
-
     def wrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
-        return handler(self._inject(request))
+        return handler(self._inject(request, self._block(request)))
 
     async def awrap_model_call(
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
-        return await handler(self._inject(request))
+        block = await run_in_executor(None, self._block, request)
+        return await handler(self._inject(request, block))
 
-    def after_agent(self, state: MemoryBankState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         if not self.store_turns:
             return None
-        query, reply = last_turn(state["messages"])
-        if not query.strip() or reply is None:
-            logger.debug("no complete turn to store (query=%r, reply=%r)", query[:40], reply)
+        human, reply = _last_exchange(state["messages"])
+        if human is None or not human.text.strip() or reply is None:
+            logger.debug("no complete turn to store")
             return None
-        memory = self.bank.add_turn(self.resolve_user(runtime), query, reply)
+        bank, user = self.resolve_bank(runtime), self.resolve_user(runtime)
+        memory = bank.add_turn(user, human.text, reply, memory_id=turn_memory_id(human))
         logger.debug("stored turn %s", memory.memory_id)
+        if self.summarizer is not None:
+            self.summarizer.on_turn(user, memory.date)  # queues the finished days; never raises
         return None
 
-    async def aafter_agent(self, state: MemoryBankState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+    async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         return await run_in_executor(None, self.after_agent, state, runtime)
 
-    def _inject(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
-        block = request.state.get(CONTEXT_KEY) if request.state else None
-        if not isinstance(block, str) or not block:
+    # -- internals ----------------------------------------------------------------------------
+    def _block(self, request: ModelRequest[Any]) -> str:
+        """This turn's memory block: built at the turn's first model call, then reused by the
+        calls of its tool loop while the user's memories are unchanged."""
+        bank, user = self.resolve_bank(request.runtime), self.resolve_user(request.runtime)
+        messages = list((request.state or {}).get("messages") or request.messages)
+        human, _ = _last_exchange(messages)
+        if human is None:
+            return ""
+        key = (user, turn_memory_id(human) or f"text:{human.text}")
+        # Recalling changes no vectors: the user's (version, epoch) tells a stale block apart.
+        state = bank.storage.user_state(bank.user(user).id) if bank.has_user(user) else (0, 0)
+        with self._lock:
+            cached = self._blocks.get(key)
+            if cached is not None and cached[0] == state:
+                self._blocks.move_to_end(key)
+                return cached[1]
+        block = self.recall(user, human.text, bank=bank, exclude=messages)
+        with self._lock:
+            self._blocks[key] = (state, block)
+            while len(self._blocks) > _BLOCK_CACHE_SIZE:
+                self._blocks.popitem(last=False)
+        return block
+
+    @staticmethod
+    def _inject(request: ModelRequest[Any], block: str) -> ModelRequest[Any]:
+        if not block:
             return request
         return request.override(system_message=_with_block(request.system_message, block))

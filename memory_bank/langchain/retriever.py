@@ -24,9 +24,11 @@ class MemoryBankRetriever(BaseRetriever):
     Each :class:`~langchain_core.documents.Document` holds the memory text; its metadata has
     ``memory_id``, ``user``, ``kind``, ``date``, ``turn``, ``score``, ``strength``, ``retention``
     (plus ``last_recall_date`` and ``timestamp``). ``k`` may be given at construction or per
-    call (``retriever.invoke(query, k=5)``). Recalled memories are reinforced (strength + 1,
-    the forgetting clock restarts today, paper §2.3) unless ``reinforce=False``, e.g. for a
-    retriever that only browses. A user with no memories yet gets ``[]``. Async calls
+    call (``retriever.invoke(query, k=5)``). By default a retrieval is a recall: the returned
+    memories are reinforced (strength + 1 at most once a day, the forgetting clock restarts
+    today, paper §2.3) unless ``reinforce=False``, e.g. for a retriever that only browses.
+    One retriever serves many users with ``configurable_fields(user=ConfigurableField(
+    id="user_id"))`` and ``config={"configurable": {"user_id": ...}}`` per call. A user with no memories yet gets ``[]``. Async calls
     (``ainvoke``, also with ``k``) run the search in a worker thread.
 
     Example::

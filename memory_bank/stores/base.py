@@ -119,7 +119,8 @@ class Storage(abc.ABC):
     def put_vectors(self, rowids: Sequence[int], vectors: np.ndarray, encoder: str) -> None: ...
     @abc.abstractmethod
     def reinforce(self, user_id: int, rowids: Sequence[int], date: str) -> None:
-        """Recall memories: strength + (times listed); the recall date only moves forward."""
+        """Recall memories: strength + 1 and the recall date set to ``date``, at most once a day
+        (a recall on or before the last recall day changes nothing)."""
 
     @abc.abstractmethod
     def set_archived(self, user_id: int, rowids: Sequence[int], archived: bool) -> None: ...

@@ -18,8 +18,8 @@ How several servers share it safely:
   sequence must hand out increasing values, i.e. ``CACHE 1``, which is checked at start-up);
   the per-user ``version``/``epoch`` counters, bumped in the same transaction, tell a server when
   to catch up (append) or reload (anything else).
-* Reinforcement changes each row in place (``strength = strength + n``: no read-modify-write in
-  Python, so no lost updates), and the recall date only moves forward (``GREATEST``).
+* Reinforcement changes each row in place (``strength = strength + 1``: no read-modify-write in
+  Python, so no lost updates), at most once a day, and the recall date only moves forward.
 * ``UNIQUE (user_id, memory_id)`` makes a retried add idempotent: a retried ``add_memories``
   batch, or an ``add_turn`` that carries a concrete memory id (no ``{turn}`` placeholder), finds
   the row it already wrote and returns it instead of adding a second copy.
@@ -114,7 +114,6 @@ class PostgresStorage(SQLStorage):
         "more_indexes": "\nCREATE UNIQUE INDEX IF NOT EXISTS memories_turn_position "
         "ON memories (user_id, date, turn) WHERE kind = 'turn';",
     }
-    GREATEST = "GREATEST"
     LOCK_USER = "SELECT 1 FROM users WHERE id = ? FOR NO KEY UPDATE"
     MIGRATIONS = _MIGRATIONS
 

@@ -15,7 +15,6 @@ Queries are written with ``?`` placeholders; a backend with another style transl
 from __future__ import annotations
 
 import abc
-import collections
 import dataclasses
 import json
 from collections.abc import Callable, Iterable, Sequence
@@ -167,7 +166,6 @@ class SQLStorage(Storage):
     #: The types :data:`SCHEMA` leaves open.
     TYPES: ClassVar[dict[str, str]]
     #: The function returning the larger of two values.
-    GREATEST: ClassVar[str] = "max"
     #: Prefix of ``user_id`` where a lookup by rowid must not use a per-user index (SQLite's
     #: planner would otherwise scan the user's rows).
     BY_ROWID: ClassVar[str] = ""
@@ -438,19 +436,20 @@ class SQLStorage(Storage):
         self._write(run)
 
     def reinforce(self, user_id: int, rowids: Sequence[int], date: str) -> None:
-        """Recall memories: strength + (times listed), recall date moved forward to ``date``.
+        """Recall memories: strength + 1 and recall date ``date``, at most once a day.
 
-        Each row changes in place (``strength = strength + n``), never read and written back,
-        so concurrent recalls all count; rows in id order, so concurrent ones cannot deadlock."""
+        The paper's strength counts the days a memory was recalled: a recall on a day already
+        counted (another server, a replay, a memory listed twice) or on an earlier day than the
+        last recall changes nothing, so the forgetting clock never turns back. Each row changes
+        in place, in id order, so concurrent recalls cannot deadlock."""
         if not len(rowids):
             return
-        times = collections.Counter(int(r) for r in rowids)
+        ids = sorted({int(r) for r in rowids})
         self._write(
             lambda c: c.executemany(
-                "UPDATE memories SET strength = strength + ?, "
-                f"last_recall_date = {self.GREATEST}(COALESCE(last_recall_date, ''), ?) "
-                "WHERE id = ? AND user_id = ?",
-                [(times[r], date, r, user_id) for r in sorted(times)],
+                "UPDATE memories SET strength = strength + 1, last_recall_date = ? "
+                "WHERE id = ? AND user_id = ? AND (last_recall_date IS NULL OR last_recall_date < ?)",
+                [(date, r, user_id, date) for r in ids],
             )
         )
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatResult
 from pydantic import Field
 
@@ -35,3 +35,13 @@ class RecordingChatModel(GenericFakeChatModel):
 def recording_model(*replies: str | AIMessage) -> RecordingChatModel:
     messages = [r if isinstance(r, AIMessage) else AIMessage(content=r) for r in replies]
     return RecordingChatModel(messages=iter(messages))
+
+
+def tool_call(name: str, args: dict[str, Any], call_id: str) -> AIMessage:
+    """A model reply that calls one tool."""
+    return AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": call_id}])
+
+
+def tool_results(state: dict[str, Any]) -> list[str]:
+    """The texts of the tool messages in an agent's final state."""
+    return [m.text for m in state["messages"] if isinstance(m, ToolMessage)]

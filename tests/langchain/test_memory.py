@@ -86,7 +86,7 @@ def test_portrait_and_event_summary(bank: MemoryBank) -> None:
     assert variables["event_summary"] == "Emily adopted a cat and took up pottery."
 
 
-def test_recall_strengthens_unless_reinforcement_is_off(bank: MemoryBank) -> None:
+def test_recall_strengthens_unless_reinforcement_is_off(bank: MemoryBank, clock: FixedClock) -> None:
     m = bank.add_turn("Emily", "I adopted a cat named Miso.", "Lovely!", at="2023-04-30T10:00")
     as_memory(bank, "Emily", reinforce=False).load_memory_variables({"input": "my cat"})
     assert bank.memories("Emily")[0][0].strength == 1
@@ -96,7 +96,10 @@ def test_recall_strengthens_unless_reinforcement_is_off(bank: MemoryBank) -> Non
     _say(session, "Hello again.", "Hi!")
     session.load_memory_variables({"input": "my cat"})
     strength = {mem.memory_id: mem.strength for mem, _ in bank.memories("Emily")}
-    assert strength[m.memory_id] == 3
+    assert strength[m.memory_id] == 2  # recalled three times today: one recall day
+    clock.advance(days=1)
+    session.load_memory_variables({"input": "my cat"})
+    assert {mem.memory_id: mem.strength for mem, _ in bank.memories("Emily")}[m.memory_id] == 3
 
 
 def test_two_users_sharing_a_bank_never_see_each_other(bank: MemoryBank) -> None:

@@ -10,7 +10,6 @@ import gradio as gr
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import HumanMessage
 from pydantic import ValidationError
 
 from memory_bank import MemoryBank, MemoryKind
@@ -18,7 +17,6 @@ from memory_bank.cli import main as cli_main
 from memory_bank.embeddings import HashingEncoder
 from memory_bank.errors import MemoryBankError
 from memory_bank.langchain import MemoryBankMemory, MemoryBankMiddleware, MemoryBankRetriever
-from memory_bank.langchain.middleware import CONTEXT_KEY
 from silicon_friend.engine import ChatSettings, SiliconFriend
 from silicon_friend.models import prepare_model
 from silicon_friend.web.app import WebApp
@@ -81,14 +79,13 @@ def test_library_and_langchain_apis_never_cross_users(tmp_path_factory, memories
                 variables = mem.load_memory_variables({"input": q})
                 assert not _foreign(user, json.dumps(variables, ensure_ascii=False, default=str))
                 mw = MemoryBankMiddleware(bank, user, k=k)
-                block = mw.before_agent({"messages": [HumanMessage(q)]}, None)  # type: ignore[arg-type]
-                assert block is not None and not _foreign(user, block[CONTEXT_KEY])
+                block = mw.recall(mw.resolve_user(None), q)
+                assert not _foreign(user, block)
                 if user in owners:
-                    assert MARK[user] in block[CONTEXT_KEY]  # the portrait is there: the check can see text
+                    assert MARK[user] in block  # the portrait is there: the check can see text
                 by_ctx = MemoryBankMiddleware(bank, context_key="user_id", k=k)
                 runtime = types.SimpleNamespace(context={"user_id": user})
-                block = by_ctx.before_agent({"messages": [HumanMessage(q)]}, runtime)  # type: ignore[arg-type]
-                assert block is not None and not _foreign(user, block[CONTEXT_KEY])
+                assert not _foreign(user, by_ctx.recall(by_ctx.resolve_user(runtime), q))
     finally:
         bank.close()
 
@@ -178,7 +175,7 @@ def test_every_entry_point_without_a_user_refuses(tmp_path, capsys, nobody) -> N
     by_ctx = MemoryBankMiddleware(bank, context_key="user_id")
     for ctx in ({}, {"user_id": nobody}, None):
         with pytest.raises(refused):
-            by_ctx.before_agent({"messages": [HumanMessage("secret")]}, types.SimpleNamespace(context=ctx))  # type: ignore[arg-type]
+            by_ctx.resolve_user(types.SimpleNamespace(context=ctx))  # type: ignore[arg-type]
     friend = SiliconFriend(bank, prepare_model(EchoChatModel(), context_tokens=4096))
     with pytest.raises(refused):
         friend.start(nobody)  # type: ignore[arg-type]

@@ -19,7 +19,7 @@ from tests.storage.test_contract import ENC, full_memory, turn, vec
 
 N = 60
 
-def test_two_servers_reinforcing_one_memory_lose_no_update(stores) -> None:  # type: ignore[no-untyped-def]
+def test_two_servers_reinforcing_one_memory_count_one_recall_a_day(stores) -> None:  # type: ignore[no-untyped-def]
     a, b = stores(), stores()
     u = a.ensure_user("Ann").id
     m = a.add_turn(u, turn("Ann", "2023-05-01", "hiking"), vec(1, 0, 0, 0), ENC)
@@ -33,8 +33,10 @@ def test_two_servers_reinforcing_one_memory_lose_no_update(stores) -> None:  # t
     with ThreadPoolExecutor(4) as pool:  # two threads on each of two servers' connections
         list(pool.map(recall, [a, a, b, b], ["2023-05-03"] * 4))
     (got,) = b.memories(u)
-    assert got.strength == 1 + 4 * N
+    assert got.strength == 2  # 4 * N racing recalls of one day count once, never twice
     assert got.last_recall_date == "2023-05-03"
+    a.reinforce(u, [m.rowid], "2023-05-04")
+    assert b.memories(u)[0].strength == 3
 
 
 def test_recall_date_only_moves_forward(stores) -> None:  # type: ignore[no-untyped-def]
@@ -46,7 +48,7 @@ def test_recall_date_only_moves_forward(stores) -> None:  # type: ignore[no-unty
     s.reinforce(u, [m.rowid or 0], "2023-05-05")
     s.reinforce(u, [m.rowid or 0], "2023-05-03")
     (got,) = s.memories(u)
-    assert (got.strength, got.last_recall_date) == (3, "2023-05-05")
+    assert (got.strength, got.last_recall_date) == (2, "2023-05-05")  # the late, older recall: no-op
 
 
 def test_concurrent_adds_from_two_servers_number_turns_uniquely(stores) -> None:  # type: ignore[no-untyped-def]
@@ -155,7 +157,7 @@ def test_two_processes_reinforcing_one_memory(stores, make_bank) -> None:  # typ
     bank.add_turn("shared", "I love the sea.", "Me too.", at="2023-05-01T09:00")
     _finish(_run_children(stores.spec, "reinforce", N))
     (m, _), = bank.memories("shared")
-    assert m.strength == 1 + 2 * N and m.last_recall_date == "2023-06-01"
+    assert m.strength == 2 and m.last_recall_date == "2023-06-01"  # one recall day, counted once
 
 
 def test_two_processes_add_while_a_third_searches(stores, make_bank) -> None:  # type: ignore[no-untyped-def]

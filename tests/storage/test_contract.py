@@ -159,11 +159,12 @@ def test_reinforce_set_archived_mark_stale(storage: Storage) -> None:
     a = storage.add_turn(u, turn("Ann", "2023-05-01", "a"), vec(1, 0, 0, 0), ENC)
     b = storage.add_turn(other, turn("Bob", "2023-05-01", "b"), vec(1, 0, 0, 0), ENC)
     storage.reinforce(u, [a.rowid or 0], "2023-05-02")
-    storage.reinforce(u, [a.rowid or 0, a.rowid or 0], "2023-05-03")  # listed twice: recalled twice
+    storage.reinforce(u, [a.rowid or 0, a.rowid or 0], "2023-05-03")  # listed twice: one recall
+    storage.reinforce(u, [a.rowid or 0], "2023-05-03")  # again the same day: at most once a day
     storage.reinforce(u, [b.rowid or 0], "2023-05-03")  # not Ann's: ignored
     storage.reinforce(u, [], "2023-05-04")
     (m,) = storage.memories(u)
-    assert (m.strength, m.last_recall_date) == (4, "2023-05-03")
+    assert (m.strength, m.last_recall_date) == (3, "2023-05-03")
     assert storage.memories(other)[0].strength == 1
     v, e = storage.user_state(u)
     storage.set_archived(u, [a.rowid or 0], True)

@@ -1,0 +1,45 @@
+"""``memorybank mcp``: serve one store's memories to MCP clients (see :mod:`memory_bank.mcp_server`).
+
+Registered as a CLI extension (see :func:`memory_bank.cli_support.register_extension`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from memory_bank.cli_support import command, open_bank, register_extension
+
+
+def _add_parsers(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "mcp",
+        help="serve a user's memories to MCP clients (stdio, or streamable HTTP on 127.0.0.1)",
+        description=(
+            "Speak MCP over stdio for one --user, or with --transport http serve streamable HTTP on "
+            "127.0.0.1:PORT/mcp, where each client sends 'Authorization: Bearer <token>' and the "
+            'token decides the user (--tokens FILE holds {"<token>": "<user>"}; with --user alone '
+            "one token is made and logged, or read from MEMORYBANK_MCP_TOKEN)."
+        ),
+    )
+    p.add_argument("--store", required=True, help="memory store directory or database URL")
+    p.add_argument("--config", help="YAML/JSON config file")
+    p.add_argument("--user", help="the one user served (required for stdio)")
+    p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
+    p.add_argument("--port", type=int, default=8765, help="HTTP port on 127.0.0.1 (default 8765)")
+    p.add_argument("--tokens", metavar="FILE", help="HTTP: JSON file mapping bearer tokens to users")
+    p.add_argument("--language", choices=["en", "zh"], default=None)
+    p.add_argument("--encoder", default=None, help="encoder name (default: the config's)")
+    p.add_argument("-v", "--verbose", action="store_true")
+
+
+register_extension(_add_parsers)
+
+
+@command("mcp")
+def _mcp(args: argparse.Namespace) -> int:
+    from memory_bank.mcp_server import load_tokens, serve
+
+    tokens = load_tokens(args.tokens) if args.tokens else None
+    with open_bank(args, create=True) as bank:
+        serve(bank, user=args.user, transport=args.transport, port=args.port, tokens=tokens)
+    return 0

@@ -1,0 +1,242 @@
+"""MemoryBank as an MCP server, for desktop and IDE agents (the official ``mcp`` Python SDK).
+
+``memorybank mcp --store DIR --user U`` speaks MCP over stdio; ``--transport http --port N``
+serves streamable HTTP on 127.0.0.1 only, with a bearer token per user and the SDK's Host/Origin
+checks against DNS rebinding. The tools act on one user: the one fixed by the server (stdio) or
+the one the client's token belongs to (HTTP); no tool takes a user argument, so the model can
+never choose whose memories it reads.
+
+Tools: ``search_memories``, ``save_memory`` (a dialog turn or a note), ``list_memories``,
+``delete_memory`` and ``get_profile`` (the global portrait and event summary).
+
+Importing this module imports no ``mcp``; :func:`build_server` does.
+"""
+
+# No "from __future__ import annotations": the SDK reads the tools' annotations (ctx: Context)
+# at registration, so they must be real objects, not strings naming a local import.
+
+import functools
+import hmac
+import json
+import logging
+import secrets
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memory_bank.bank import MemoryBank
+from memory_bank.errors import InvalidInputError, MemoryBankError
+from memory_bank.records import RETRIEVABLE_KINDS, Memory
+from memory_bank.text import validate_user
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+logger = logging.getLogger(__name__)
+
+#: Loopback only: an MCP server over someone's memories is never reachable from the network.
+HOST = "127.0.0.1"
+
+
+def _require_mcp() -> None:
+    try:
+        import mcp.server.mcpserver  # noqa: F401
+    except ImportError as e:
+        raise InvalidInputError(
+            f"the MCP server needs the mcp package: pip install 'memorybank-siliconfriend[mcp]' ({e})"
+        ) from e
+
+
+def _memory_dict(m: Memory) -> dict[str, Any]:
+    return {"memory_id": m.memory_id, "date": m.date, "kind": m.kind.value, "text": m.text}
+
+
+def load_tokens(path: str | Path) -> dict[str, str]:
+    """``{token: user}`` from a JSON file (one token per client; tokens of 16+ characters)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InvalidInputError(f"cannot read the token file {path}: {e}") from e
+    if not isinstance(data, dict) or not data:
+        raise InvalidInputError(f'the token file {path} must hold a JSON object {{"<token>": "<user>"}}')
+    for token, user in data.items():
+        if not isinstance(token, str) or len(token) < 16:
+            raise InvalidInputError(f"token file {path}: every token needs 16+ characters")
+        validate_user(user)
+    return dict(data)
+
+
+class Users:
+    """Who a call is for: the server's fixed user, or the owner of the request's bearer token."""
+
+    def __init__(self, user: str | None = None, tokens: Mapping[str, str] | None = None) -> None:
+        if (user is None) == (not tokens):
+            raise InvalidInputError("give the MCP server either one user (stdio) or tokens (HTTP)")
+        if user is not None:
+            validate_user(user)
+        self.user = user
+        self.tokens = dict(tokens or {})
+
+    def for_token(self, header: str | None) -> str | None:
+        """The user of an ``Authorization: Bearer <token>`` header, ``None`` if it names none."""
+        if not header or not header.startswith("Bearer "):
+            return None
+        given = header[len("Bearer ") :].strip().encode()
+        found = None
+        for token, user in self.tokens.items():  # compare with every token, in constant time
+            if hmac.compare_digest(given, token.encode()):
+                found = user
+        return found
+
+    def resolve(self, headers: Mapping[str, str] | None) -> str:
+        if self.user is not None:
+            return self.user
+        user = self.for_token((headers or {}).get("authorization"))
+        if user is None:
+            raise InvalidInputError("this request carries no valid bearer token")
+        return user
+
+
+def build_server(bank: MemoryBank, users: Users) -> "MCPServer":
+    """An MCP server with the memory tools of ``users``' user(s) in ``bank``."""
+    _require_mcp()
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Register ``fn``; the bank's errors reach the client as their one-line message."""
+
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except MemoryBankError as e:
+                raise ToolError(str(e)) from e
+
+        return server.tool()(run)
+
+    server = MCPServer(
+        name="memorybank",
+        instructions=(
+            "Long-term memory of the user: search it before answering questions about their life, "
+            "save what is worth remembering, delete what they ask you to forget."
+        ),
+    )
+
+    def user_of(ctx: Context) -> str:
+        try:
+            headers = ctx.headers
+        except ValueError:  # no request (stdio has no headers either)
+            headers = None
+        return users.resolve(headers)
+
+    @tool
+    def search_memories(query: str, ctx: Context, k: int = 5) -> list[dict[str, Any]]:
+        """Search the user's memories (earlier conversations, notes, day summaries) for what is
+        related to the query; best first, each with its date, id and relevance score."""
+        user = user_of(ctx)
+        if not bank.has_user(user):
+            return []
+        hits = bank.search(user, query, k=max(1, min(int(k), 50)), reinforce=True)
+        return [{**_memory_dict(h.memory), "score": round(float(h.score), 4)} for h in hits]
+
+    @tool
+    def save_memory(text: str, ctx: Context, reply: str = "") -> dict[str, Any]:
+        """Save a memory of the user: a note (``text`` only) or a dialog turn (the user's
+        message as ``text`` and the assistant's ``reply``). It is dated today."""
+        memory = bank.add_turn(user_of(ctx), text, reply)
+        return _memory_dict(memory)
+
+    @tool
+    def list_memories(ctx: Context, date: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
+        """The user's most recent memories (of one day, YYYY-MM-DD, if given), newest first."""
+        user = user_of(ctx)
+        if not bank.has_user(user):
+            return []
+        found = [
+            m
+            for m, _ in bank.memories(user, kinds=RETRIEVABLE_KINDS, include_archived=False)
+            if date is None or m.date == date
+        ]
+        found.sort(key=lambda m: (m.date, m.rowid or 0), reverse=True)
+        return [_memory_dict(m) for m in found[: max(1, min(int(limit), 200))]]
+
+    @tool
+    def delete_memory(memory_id: str, ctx: Context) -> str:
+        """Delete one of the user's memories for good (and the summaries that may quote it)."""
+        bank.delete_memory(user_of(ctx), memory_id)
+        return f"deleted {memory_id}"
+
+    @tool
+    def get_profile(ctx: Context) -> dict[str, str]:
+        """What is known about the user as a whole: their portrait (personality, how to respond)
+        and the summary of past events."""
+        profile = bank.profile(user_of(ctx))
+        return {"portrait": profile["global_portrait"], "event_summary": profile["global_summary"]}
+
+    return server
+
+
+def http_app(server: "MCPServer", users: Users, port: int) -> Any:
+    """The streamable-HTTP ASGI app: Host/Origin checks (the SDK's), then a bearer token per
+    request (401 without one)."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    security = TransportSecuritySettings(
+        allowed_hosts=[f"{HOST}:{port}", f"localhost:{port}"],
+        allowed_origins=[f"http://{HOST}:{port}", f"http://localhost:{port}"],
+    )
+    inner = server.streamable_http_app(transport_security=security, host=HOST)
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+            if users.for_token(headers.get("authorization")) is None:
+                body = b'{"error": "missing or invalid bearer token"}'
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await inner(scope, receive, send)
+
+    return app
+
+
+def serve(
+    bank: MemoryBank,
+    *,
+    user: str | None = None,
+    transport: str = "stdio",
+    port: int = 8765,
+    tokens: Mapping[str, str] | None = None,
+) -> None:
+    """Run the server until stopped. HTTP with ``user`` and no ``tokens`` makes one token,
+    logged once (or taken from the ``MEMORYBANK_MCP_TOKEN`` environment variable)."""
+    import os
+
+    if transport == "stdio":
+        if user is None:
+            raise InvalidInputError("memorybank mcp over stdio needs --user: the one user it serves")
+        build_server(bank, Users(user)).run("stdio")
+        return
+    if transport != "http":
+        raise InvalidInputError(f"unknown transport {transport!r}; use stdio or http")
+    if not tokens:
+        if user is None:
+            raise InvalidInputError("memorybank mcp over http needs --user or --tokens FILE")
+        token = os.environ.get("MEMORYBANK_MCP_TOKEN") or secrets.token_urlsafe(24)
+        if len(token) < 16:
+            raise InvalidInputError("MEMORYBANK_MCP_TOKEN must have 16+ characters")
+        if "MEMORYBANK_MCP_TOKEN" not in os.environ:
+            logger.warning("MCP bearer token for %r: %s", user, token)
+        tokens = {token: user}
+    users = Users(None, tokens)
+    import uvicorn
+
+    logger.info("MCP server on http://%s:%d/mcp for %d client token(s)", HOST, port, len(users.tokens))
+    uvicorn.run(http_app(build_server(bank, users), users, port), host=HOST, port=port, log_level="warning")

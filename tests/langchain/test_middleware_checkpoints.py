@@ -1,0 +1,130 @@
+"""MemoryBankMiddleware under LangGraph checkpoints, replays and retries (a real InMemorySaver):
+each turn stored once, no memory block in the persisted state, no repeat of the thread's own
+messages, and the agent's ``store=`` used or reported, never silently ignored."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.memory import InMemoryStore
+
+from memory_bank import InvalidInputError, MemoryBank
+from memory_bank.langchain import MemoryBankMiddleware, MemoryBankStore
+from tests.langchain.conftest import recording_model
+
+
+def _thread(name: str) -> RunnableConfig:
+    return {"configurable": {"thread_id": name}}
+
+
+def _say(agent: Any, text: str, config: RunnableConfig, **kw: Any) -> dict[str, Any]:
+    return agent.invoke({"messages": [{"role": "user", "content": text}]}, config, **kw)  # type: ignore[no-any-return]
+
+
+def test_replaying_a_checkpoint_stores_the_turn_once(bank: MemoryBank) -> None:
+    model = recording_model("Lovely!", "Lovely, again!")
+    saver = InMemorySaver()
+    agent = create_agent(model, middleware=[MemoryBankMiddleware(bank, "Emily")], checkpointer=saver)
+    _say(agent, "I adopted a cat named Miso.", _thread("t1"))
+    history = list(agent.get_state_history(_thread("t1")))
+    before_store = next(s for s in history if "MemoryBankMiddleware.after_agent" in s.next)
+    before_model = next(s for s in history if "model" in s.next)
+    agent.invoke(None, before_store.config)  # replay the step that stores the turn
+    agent.invoke(None, before_model.config)  # replay the whole turn: the model answers again
+    assert len(model.prompts) == 2
+    [turn] = bank.history("Emily")
+    assert (turn.query, turn.response) == ("I adopted a cat named Miso.", "Lovely!")
+    human = before_model.values["messages"][-1]
+    assert turn.memory_id == f"lc:{human.id}"
+
+
+def test_a_retried_run_with_the_same_message_stores_it_once(bank: MemoryBank) -> None:
+    agent = create_agent(
+        recording_model("Lovely!", "Lovely!"), middleware=[MemoryBankMiddleware(bank, "Emily")]
+    )
+    message = HumanMessage("I adopted a cat named Miso.", id="msg-1")
+    agent.invoke({"messages": [message]})
+    agent.invoke({"messages": [message]})  # the client timed out and sent it again
+    assert [m.memory_id for m in bank.history("Emily")] == ["lc:msg-1"]
+
+
+def test_the_memory_block_never_reaches_a_checkpoint(bank: MemoryBank) -> None:
+    bank.add_turn("Emily", "I adopted a cat named Miso.", "Lovely!", at="2023-04-30T10:00")
+    model = recording_model("I remember.", "Tell me more.")
+    saver = InMemorySaver()
+    agent = create_agent(model, middleware=[MemoryBankMiddleware(bank, "Emily")], checkpointer=saver)
+    _say(agent, "Do you remember my pet?", _thread("t2"))
+    assert "Miso" in model.system_texts()[0]  # the model saw the memory...
+    checkpoints = list(saver.list(_thread("t2")))
+    assert checkpoints and not any("Miso" in repr(c.checkpoint) for c in checkpoints)  # ...no checkpoint did
+    bank.delete_memory("Emily", "Emily_2023-04-30_0")
+    _say(agent, "Do you remember my pet?", _thread("t2"))
+    assert "Miso" not in model.system_texts()[1]  # deleted from the bank: gone from the agent too
+
+
+def test_what_the_thread_already_shows_is_not_repeated(bank: MemoryBank) -> None:
+    model = recording_model("Lovely!", "Miso.", "Miso!")
+    agent = create_agent(
+        model, middleware=[MemoryBankMiddleware(bank, "Emily")], checkpointer=InMemorySaver()
+    )
+    _say(agent, "I adopted a cat named Miso.", _thread("t1"))
+    _say(agent, "What is my cat called?", _thread("t1"))
+    same_thread = model.system_texts()[1]
+    assert "I adopted a cat named Miso." not in same_thread  # it is in the messages already
+    _say(agent, "What is my cat called?", _thread("t2"))
+    assert "I adopted a cat named Miso." in model.system_texts()[2]  # a new thread needs the memory
+    assert len(bank.history("Emily")) == 3
+
+
+def test_the_bank_can_come_from_the_agents_store(bank: MemoryBank) -> None:
+    model = recording_model("Lovely!", "Miso.")
+    agent = create_agent(model, middleware=[MemoryBankMiddleware(None, "Emily")], store=MemoryBankStore(bank))
+    agent.invoke({"messages": [{"role": "user", "content": "I adopted a cat named Miso."}]})
+    agent.invoke({"messages": [{"role": "user", "content": "What is my cat called?"}]})
+    assert "I adopted a cat named Miso." in model.system_texts()[1]
+    assert len(bank.history("Emily")) == 2
+
+
+def test_a_store_is_never_silently_ignored(
+    bank: MemoryBank, make_bank: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    ask = {"messages": [{"role": "user", "content": "Hello"}]}
+    no_bank = create_agent(recording_model("hi"), middleware=[MemoryBankMiddleware(None, "Emily")])
+    with pytest.raises(InvalidInputError, match="store=MemoryBankStore"):
+        no_bank.invoke(ask)
+    other = MemoryBankStore(make_bank("other"))
+    two_banks = create_agent(
+        recording_model("hi"), middleware=[MemoryBankMiddleware(bank, "Emily")], store=other
+    )
+    with pytest.raises(InvalidInputError, match="different banks"):
+        two_banks.invoke(ask)
+    with caplog.at_level(logging.WARNING, logger="memory_bank.langchain.middleware"):
+        plain = create_agent(
+            recording_model("hi"), middleware=[MemoryBankMiddleware(bank, "Emily")], store=InMemoryStore()
+        )
+        plain.invoke(ask)
+    assert "InMemoryStore" in caplog.text and "not a MemoryBankStore" in caplog.text
+    assert [m.response for m in bank.history("Emily")] == ["hi"]  # the bank still keeps the turn
+
+
+def test_summaries_run_in_the_background_for_agents(bank: MemoryBank, clock: Any) -> None:
+    from memory_bank.summaries import RolloverScheduler, Summarizer, SummaryConfig
+    from tests.summaries.conftest import ScriptedChatModel
+
+    config = SummaryConfig(backoff_s=0, call_timeout_s=None, max_attempts=1)
+    model = recording_model("Lovely!", "Good morning!", "Miso is well, I hope.")
+    with RolloverScheduler(Summarizer(bank, ScriptedChatModel(), "en", config=config)) as scheduler:
+        agent = create_agent(model, middleware=[MemoryBankMiddleware(bank, "Emily", summarizer=scheduler)])
+        agent.invoke({"messages": [{"role": "user", "content": "I adopted a cat called MISO."}]})
+        clock.advance(days=1)
+        agent.invoke({"messages": [{"role": "user", "content": "Good morning!"}]})  # the 1st is over
+        assert scheduler.wait(10)
+        agent.invoke({"messages": [{"role": "user", "content": "How are you?"}]})
+    assert "MISO" in bank.profile("Emily")["global_summary"]
+    assert "MISO" in model.system_texts()[2].split("Summary of past events with this user:")[1]

@@ -1,0 +1,166 @@
+"""``memorybank mcp`` with the official MCP SDK's own client: a real stdio session that saves,
+searches, lists, deletes and reads the profile; two users' servers on one store never see each
+other's memories; over HTTP, the bearer token decides the user, and a request without a valid
+token or from a foreign Host/Origin is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_bank import MemoryBank, MemoryKind
+from memory_bank.embeddings import HashingEncoder
+from tests.conftest import REPO, free_port
+
+pytest.importorskip("mcp", reason="the MCP server needs the mcp package (pip install mcp)")
+
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+ENV = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+# As the `memorybank` script runs it (python -m memory_bank.cli would load a second cli module).
+CLI = [sys.executable, "-c", "import sys; from memory_bank.cli import main; sys.exit(main())", "mcp"]
+
+
+@asynccontextmanager
+async def stdio_session(store: Path, user: str) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[*CLI[1:], "--store", str(store), "--user", user, "--encoder", "hashing"],
+        env=ENV,
+        cwd=str(REPO),
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def call(session: ClientSession, tool: str, **args: Any) -> Any:
+    result = await session.call_tool(tool, args)
+    assert not result.is_error, result.content
+    if result.structured_content is not None:
+        data = result.structured_content
+        return data.get("result", data) if isinstance(data, dict) and set(data) == {"result"} else data
+    return result.content[0].text  # type: ignore[union-attr]
+
+
+async def test_a_stdio_session_saves_searches_lists_deletes(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    with MemoryBank.open(store, encoder="hashing") as bank:
+        bank.set_layer("Emily", MemoryKind.GLOBAL_PORTRAIT, "Warm and curious.")
+    async with stdio_session(store, "Emily") as s:
+        names = {t.name for t in (await s.list_tools()).tools}
+        assert names == {"search_memories", "save_memory", "list_memories", "delete_memory", "get_profile"}
+        for t in (await s.list_tools()).tools:
+            assert "user" not in t.input_schema.get("properties", {})  # the model never picks the user
+        note = await call(s, "save_memory", text="My cat is called Miso.")
+        turn = await call(s, "save_memory", text="I start pottery classes on Monday.", reply="How exciting!")
+        hits = await call(s, "search_memories", query="what is my cat called", k=1)
+        assert [h["memory_id"] for h in hits] == [note["memory_id"]]
+        assert hits[0]["text"] == "My cat is called Miso." and "score" in hits[0]
+        listed = await call(s, "list_memories")
+        assert [m["memory_id"] for m in listed] == [turn["memory_id"], note["memory_id"]]
+        assert await call(s, "get_profile") == {"portrait": "Warm and curious.", "event_summary": ""}
+        await call(s, "delete_memory", memory_id=note["memory_id"])
+        assert [m["memory_id"] for m in await call(s, "list_memories")] == [turn["memory_id"]]
+        missing = await s.call_tool("delete_memory", {"memory_id": "nope"})
+        assert missing.is_error and "nope" in missing.content[0].text  # type: ignore[union-attr]
+    with MemoryBank.open(store, encoder="hashing") as bank:
+        assert [m.text for m in bank.history("Emily")] == ["I start pottery classes on Monday.\nHow exciting!"]
+
+
+async def test_two_users_servers_never_see_each_other(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    async with stdio_session(store, "Emily") as emily, stdio_session(store, "Jason") as jason:
+        await call(emily, "save_memory", text="My cat is called Miso.")
+        await call(jason, "save_memory", text="My dog is called Rex.")
+        for session, own, other in ((emily, "Miso", "Rex"), (jason, "Rex", "Miso")):
+            texts = [h["text"] for h in await call(session, "search_memories", query="my pet's name", k=5)]
+            texts += [m["text"] for m in await call(session, "list_memories")]
+            assert any(own in t for t in texts) and not any(other in t for t in texts)
+
+
+def test_stdio_without_a_user_is_a_clear_error(tmp_path: Path) -> None:
+    out = subprocess.run([*CLI, "--store", str(tmp_path)], env=ENV, cwd=REPO, capture_output=True, text=True,
+                         timeout=120)  # fmt: skip
+    assert out.returncode == 2 and "needs --user" in out.stderr and "Traceback" not in out.stderr
+
+
+@contextmanager
+def http_server(store: Path, tokens: dict[str, str]) -> Iterator[str]:
+    token_file = store.parent / "tokens.json"
+    token_file.write_text(json.dumps(tokens), encoding="utf-8")
+    port = free_port()
+    cmd = [*CLI, "--store", str(store), "--transport", "http", "--port", str(port), "--tokens", str(token_file),
+           "--encoder", "hashing"]  # fmt: skip
+    proc = subprocess.Popen(cmd, env=ENV, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(url, timeout=2)
+            except urllib.error.HTTPError:
+                break  # it answers (401 without a token)
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"the MCP HTTP server did not start: {proc.stderr.read() if proc.stderr else ''}")
+                time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def _status(url: str, headers: dict[str, str]) -> int:
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    accept = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    request = urllib.request.Request(url, data=body, headers={**accept, **headers}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=10) as r:
+            return int(r.status)
+    except urllib.error.HTTPError as e:
+        return int(e.code)
+
+
+@asynccontextmanager
+async def http_session(url: str, token: str) -> AsyncIterator[ClientSession]:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=30) as client,
+        streamable_http_client(url, http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+async def test_http_token_decides_the_user_and_foreign_hosts_are_refused(tmp_path: Path) -> None:
+    emily_token, jason_token = "e" * 32, "j" * 32
+    store = tmp_path / "store"
+    MemoryBank.open(store, encoder_instance=HashingEncoder(64)).close()
+    with http_server(store, {emily_token: "Emily", jason_token: "Jason"}) as url:
+        assert _status(url, {}) == 401
+        assert _status(url, {"authorization": "Bearer " + "x" * 32}) == 401
+        assert _status(url, {"authorization": f"Bearer {emily_token}", "host": "evil.example:80"}) in (400, 403, 421)
+        assert _status(url, {"authorization": f"Bearer {emily_token}", "origin": "http://evil.example"}) in (400, 403)
+        async with http_session(url, emily_token) as emily:
+            await call(emily, "save_memory", text="My cat is called Miso.")
+        async with http_session(url, jason_token) as jason:
+            assert await call(jason, "list_memories") == []
+            await call(jason, "save_memory", text="My dog is called Rex.")
+        async with http_session(url, emily_token) as emily:
+            assert [m["text"] for m in await call(emily, "list_memories")] == ["My cat is called Miso."]
