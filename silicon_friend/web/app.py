@@ -190,7 +190,21 @@ class WebApp:
             return gr.update(), gr.update(), gr.update()
         tab = self._tab(request)
         tab.session = self.engine.start(user)
+        if not tab.session.returning:
+            self._hint_other_case(user)
         return self._welcome(tab.session), self._render_tab(request), tab.session.user
+
+    def _hint_other_case(self, user: str) -> None:
+        """Names are case-sensitive: say so when memories exist under another spelling ("frank"
+        starts empty while "Frank" has memories, which looks like lost memories)."""
+        key = user.strip().casefold()
+        others = [
+            u.strip()
+            for u in self.engine.bank.users()
+            if u.strip().casefold() == key and u.strip() != user.strip()
+        ]
+        if others:
+            self._warn(self.texts.other_case.replace("{user}", user.strip()).replace("{other}", others[0]))
 
     def on_load(self, request: gr.Request) -> tuple[Any, ...]:
         """With login on: fill and lock the name box, open the signed-in user's session."""

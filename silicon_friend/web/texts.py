@@ -53,6 +53,7 @@ class UITexts:
     wait_for_reply: str
     nothing_to_export: str
     export_ready: str
+    other_case: str
     columns: tuple[str, ...]
 
 
@@ -102,6 +103,7 @@ UI: dict[str, UITexts] = {
         wait_for_reply="Wait until the current reply is finished.",
         nothing_to_export="{user} has no memories to export yet.",
         export_ready="[⬇ Download {file}]({link}) (only for you; the link works for 10 minutes).",
+        other_case="Names are case-sensitive: “{user}” has no memories yet, but “{other}” does. Did you mean “{other}”?",
         columns=("id", "kind", "date", "text", "strength", "retention", "last recall", "forgotten"),
     ),
     "zh": UITexts(
@@ -149,6 +151,7 @@ UI: dict[str, UITexts] = {
         wait_for_reply="请等当前回复完成。",
         nothing_to_export="{user} 还没有可以导出的记忆。",
         export_ready="[⬇ 下载 {file}]({link})（仅限你本人，链接 10 分钟内有效）。",
+        other_case="名字区分大小写：“{user}”还没有记忆，但“{other}”有。你是想用“{other}”吗？",
         columns=("编号", "类型", "日期", "内容", "强度", "保持率", "上次回忆", "已遗忘"),
     ),
 }

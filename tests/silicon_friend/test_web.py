@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 
@@ -258,3 +259,22 @@ def test_user_and_model_text_is_rendered_inert(make_engine) -> None:  # type: ig
     chatbot, _ = send(app, "<b>hi</b> ![me](http://evil.example/me.png)")
     text = " ".join(m["content"] for m in chatbot)
     assert "<" not in text and "![" not in text
+
+
+def test_a_name_in_another_case_is_pointed_out(engine) -> None:  # type: ignore[no-untyped-def]
+    engine.bank.add_turn("Frank", "I love sailing.", "Nice!")
+    app = WebApp(engine)
+    with pytest.warns(UserWarning, match="case-sensitive.*Frank"):
+        status, _, _ = app.remember("frank", ANON)
+    assert "first conversation" in status
+    with warnings_none():
+        app.remember("Frank", ANON)
+
+
+@contextlib.contextmanager
+def warnings_none():  # type: ignore[no-untyped-def]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
