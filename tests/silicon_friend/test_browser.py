@@ -86,7 +86,13 @@ def chat_in_browser(
     assert page.title() == "SiliconFriend"
     page.locator("#sf-name textarea, #sf-name input").first.fill(name)
     page.get_by_role("button", name=t.remember, exact=True).click()
-    page.wait_for_function("n => document.querySelector('#sf-status').innerText.includes(n)", arg=name)
+    # A server that has just started may still be importing its encoder on a loaded machine: the
+    # wait is as long as a reply's (a wait, not a timing assertion).
+    page.wait_for_function(
+        "n => document.querySelector('#sf-status').innerText.includes(n)",
+        arg=name,
+        timeout=max(30_000, reply_timeout * 1000),
+    )
     for i, message in enumerate(messages, 1):
         box = page.locator("#sf-message textarea")
         box.fill(message)
