@@ -20,12 +20,13 @@ they can, with the same vectors (see :mod:`memory_bank.onnx_encoder`; one senten
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -78,6 +79,24 @@ class HashingEncoder(Encoder):
         return _normalise(out)
 
 
+@contextlib.contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """No "Loading weights" progress bar: it would print into the terminal chat and into every
+    CLI command's output (transformers shows one per model load)."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - sentence-transformers depends on transformers
+        yield
+        return
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
+
+
 class SentenceTransformerEncoder(Encoder):
     """Any sentence-transformers model (name or local directory)."""
 
@@ -85,7 +104,8 @@ class SentenceTransformerEncoder(Encoder):
         from sentence_transformers import SentenceTransformer
 
         self._lock = threading.Lock()
-        self.model = SentenceTransformer(model, device="cpu")
+        with _quiet_loading():
+            self.model = SentenceTransformer(model, device="cpu")
         self.name = name or model
         self.batch_size = batch_size
         get_dim = (

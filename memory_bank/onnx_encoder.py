@@ -5,9 +5,11 @@ PyTorch, all-MiniLM-L6-v2 spends most of those milliseconds in per-operator over
 one sentence on one core here); ONNX Runtime runs the same graph 2.4x faster for a short message
 and 1.7x for a long turn. The model is exported once from the weights already installed
 (``torch.onnx.export``; no download, and ``optimum`` does not support transformers 5), cached on
-disk, and checked against the PyTorch model on probe sentences every time it is loaded: if the
-vectors differ by more than :data:`TOLERANCE` (a different export, a corrupted file) the file is
-rebuilt, and if that fails the encoder keeps PyTorch. Tokenisation, pooling and normalisation
+disk, and checked against the PyTorch model on probe sentences once per export: if the vectors
+differ by more than :data:`TOLERANCE` (a different export, a corrupted file) the file is rebuilt,
+and if that fails the encoder keeps PyTorch. A passed check is recorded next to the file (its
+size and modification time); a later load of the same file skips it (it cost seconds at every
+start), and a changed or unreadable file is checked, or rebuilt, again. Tokenisation, pooling and normalisation
 stay sentence-transformers' own, so stored vectors do not change and no store needs re-embedding.
 
 Supported: a transformer followed by mean or CLS pooling and an optional normalisation (the
@@ -19,6 +21,7 @@ The cache folder is ``$MEMORYBANK_CACHE_DIR`` (default ``~/.cache/memorybank``).
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import os
 import tempfile
@@ -125,6 +128,31 @@ def _export(model: Any, path: Path) -> None:
             os.unlink(tmp)
 
 
+def _stamp(path: Path) -> dict[str, int]:
+    st = path.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _marker(path: Path) -> Path:
+    return path.with_name(path.name + ".checked.json")
+
+
+def _was_checked(path: Path) -> bool:
+    """Whether this very file passed the PyTorch cross-check before."""
+    try:
+        return bool(json.loads(_marker(path).read_text(encoding="utf-8")).get("file") == _stamp(path))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
+def _record_check(path: Path, diff: float) -> None:
+    try:
+        record = {"file": _stamp(path), "difference": diff, "tolerance": TOLERANCE}
+        _marker(path).write_text(json.dumps(record), encoding="utf-8")
+    except OSError as e:  # a read-only cache: the check simply runs again next time
+        logger.info("could not record the ONNX check of %s: %s", path, e)
+
+
 class OnnxTextEncoder:
     """The ONNX Runtime twin of a sentence-transformers model (see the module docstring)."""
 
@@ -158,11 +186,14 @@ class OnnxTextEncoder:
             _export(model, path)
         try:
             runner = cls(model, path, pooling, threads)
+            if _was_checked(path):
+                return runner
             diff = runner.difference()
         except Exception as e:  # an unreadable or truncated file: export again below
             diff, why = float("inf"), f"{type(e).__name__}: {e}"
         else:
             if diff <= TOLERANCE:
+                _record_check(path, diff)
                 return runner
             why = f"its vectors differ from PyTorch's by {diff:.2g}"
         logger.warning("cached ONNX model %s is unusable (%s); exporting it again", path, why)
@@ -171,6 +202,7 @@ class OnnxTextEncoder:
         diff = runner.difference()
         if diff > TOLERANCE:
             raise RuntimeError(f"ONNX Runtime's vectors differ from PyTorch's by {diff:.2g}")
+        _record_check(path, diff)
         return runner
 
     def difference(self) -> float:

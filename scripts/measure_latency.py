@@ -99,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         help="llama.cpp threads (memory_bank.llm uses min(cpus, 8); on a busy machine 1 can be much faster)",
     )
+    parser.add_argument(
+        "--context-tokens", type=int, help="the model's context (say it for a server: its --n_ctx)"
+    )
     parser.add_argument("--out", help="write the results as JSON here")
     args = parser.parse_args(argv)
     if args.n_threads:
@@ -109,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     from silicon_friend.models import load_model
 
     t0 = time.perf_counter()
-    model = load_model(args.llm)
+    model = load_model(args.llm, context_tokens=args.context_tokens)
     load_s = time.perf_counter() - t0
     with tempfile.TemporaryDirectory() as store:
         overrides = {"encoder": args.encoder} if args.encoder else {}
@@ -124,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         "llm": model.name,
         "context_tokens": model.context_tokens,
         "max_new_tokens": args.max_new_tokens,
+        "decoding": str(getattr(model, "decoding", "n/a")),
         "n_threads": args.n_threads or "default",
         "model_load_s": round(load_s, 3),
         "warmup": warm,

@@ -55,6 +55,8 @@ class PromptPlan:
     portrait: str = ""
     summary: str = ""
     history: Sequence[tuple[str, str]] = ()
+    #: ask for one to three sentences (small models ramble otherwise)
+    brief: bool = False
 
 
 @dataclasses.dataclass
@@ -133,7 +135,8 @@ def _system(plan: PromptPlan, pieces: Sequence[_Piece]) -> str:
         for p in pieces:
             if p.section == section:
                 sections.append(f"{fill(heading, **names)}\n{p.text}")
-    return "\n\n".join([head, *sections, fill(t.language_rule, **names)])
+    rule = t.brief_rule if plan.brief else t.language_rule
+    return "\n\n".join([head, *sections, fill(rule, **names)])
 
 
 def _messages(plan: PromptPlan, pieces: Sequence[_Piece]) -> list[dict[str, str]]:

@@ -2,6 +2,7 @@
 
     silicon-friend web [--host 127.0.0.1] [--port 7860] [--data-dir DIR] [--llm SPEC]
                        [--language en|zh] [--share] [--auth user:pass | --auth-file F]
+                       [--allowed-host NAME]
     silicon-friend chat [--user NAME] [--llm SPEC] [--language en|zh] [--data-dir DIR]
     silicon-friend eval answers --memory-file FILE --questions F --labels F --judge SPEC --out OUT
 
@@ -74,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
     login.add_argument("--auth", action="append", metavar="USER:PASS", help="require login (repeatable)")
     login.add_argument("--auth-file", help="file of user:pass lines; the login name is the memory user")
     web.add_argument("--concurrency", type=int, default=4, help="replies generated at once")
+    web.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another host name the app may be reached by (e.g. behind a proxy); repeatable",
+    )
     chat = sub.add_parser("chat", help="chat in the terminal")
     _common(chat)
     chat.add_argument("--user", help="your name (asked if not given)")
@@ -119,6 +127,7 @@ def _web(args: argparse.Namespace) -> int:
             share=args.share,
             credentials=credentials,
             concurrency=args.concurrency,
+            allowed_hosts=args.allowed_host,
         )
     finally:
         engine.close()

@@ -39,7 +39,14 @@ from memory_bank.records import Memory
 from memory_bank.text import validate_user
 from silicon_friend.budget import FittedPrompt, PromptPlan, fit_prompt
 from silicon_friend.errors import ModelError, NoSessionError, SiliconFriendError
-from silicon_friend.models import LoadedModel, call_params, clean_text, prepare_model, stream_text
+from silicon_friend.models import (
+    LoadedModel,
+    call_params,
+    clean_text,
+    end_at_sentence,
+    prepare_model,
+    stream_text,
+)
 from silicon_friend.prompts import prompt_texts
 
 logger = logging.getLogger(__name__)
@@ -209,11 +216,13 @@ class SiliconFriend:
             portrait=profile["global_portrait"],
             summary=profile["global_summary"],
             history=[(t.query, t.response) for t in window],
+            brief=self.model.decoding.brief,
         )
+        cap = self.model.decoding.max_reply_tokens
         return fit_prompt(
             plan,
             context_tokens=self.model.context_tokens,
-            max_new_tokens=settings.max_new_tokens,
+            max_new_tokens=min(settings.max_new_tokens, cap) if cap else settings.max_new_tokens,
             count=self.model.count_tokens,
         )
 
@@ -240,6 +249,7 @@ class SiliconFriend:
             turn = Turn(query=message, timestamp=now.isoformat(timespec="seconds"))
             pieces: list[str] = []
             fitted: FittedPrompt | None = None
+            meta: dict[str, Any] = {}
             try:
                 fitted = self.prepare(session, message, settings)
                 turn.memories = [m.memory_id for m in fitted.memories]
@@ -249,6 +259,7 @@ class SiliconFriend:
                     temperature=settings.temperature,
                     top_p=settings.top_p,
                     max_tokens=fitted.max_new_tokens,
+                    repeat_penalty=self.model.decoding.repeat_penalty,
                 )
                 for piece in stream_text(
                     self.model.chat_model,
@@ -257,6 +268,7 @@ class SiliconFriend:
                     cancel=session.cancel,
                     first_token_timeout=self.first_token_timeout,
                     idle_timeout=self.idle_timeout,
+                    meta=meta,
                 ):
                     pieces.append(piece)
                     turn.response = "".join(pieces)
@@ -275,7 +287,10 @@ class SiliconFriend:
             finally:
                 if not session.turns or session.turns[-1] is not turn:
                     session.turns.append(turn)
-                self._finish(session, turn, "".join(pieces), now, fitted)
+                text = "".join(pieces)
+                if meta.get("finish_reason") == "length":  # cut at the token cap: end at a full sentence
+                    text = end_at_sentence(text)
+                self._finish(session, turn, text, now, fitted)
 
     def reply(self, session: Session, message: str, settings: ChatSettings | None = None) -> Turn:
         """Like :meth:`stream`, returning the finished turn."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import functools
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -138,10 +139,20 @@ def _short(text: str, n: int) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def export_filename(user: str) -> str:
+    """``memories_<user>.json`` with the name made safe for a file system."""
+    safe = re.sub(r"[^\w.-]+", "_", user.strip(), flags=re.UNICODE).strip("._") or "user"
+    return f"memories_{safe}.json"
+
+
 def export_user(bank: MemoryBank, user: str, directory: str | Path) -> Path:
     """Write ``user``'s memories as a memory file in the original MemoryBank format; return its path."""
-    data = export_data(bank, [user])
-    safe = re.sub(r"[^\w.-]+", "_", user.strip(), flags=re.UNICODE).strip("._") or "user"
-    path = Path(directory) / f"memories_{safe}.json"
-    write_json_atomic(path, data)
+    path = Path(directory) / export_filename(user)
+    write_json_atomic(path, export_data(bank, [user]))
     return path
+
+
+def export_bytes(bank: MemoryBank, user: str) -> tuple[str, bytes]:
+    """``user``'s memory file (original MemoryBank format) as a file name and bytes, never on disk."""
+    text = json.dumps(export_data(bank, [user]), ensure_ascii=False, indent=2)
+    return export_filename(user), text.encode("utf-8")

@@ -31,6 +31,34 @@ logger = logging.getLogger(__name__)
 DEFAULT_CONTEXT_TOKENS = 4096
 
 
+@dataclasses.dataclass(frozen=True)
+class Decoding:
+    """How replies of a model are sampled, beyond the user's settings.
+
+    Small models ramble to any token cap, repeat themselves and stop mid-sentence: for them the
+    reply is capped at ``max_reply_tokens``, a repetition penalty applies, and the prompt asks for
+    one to three sentences (``brief``). Any reply cut at its token cap ends at its last full sentence.
+    """
+
+    repeat_penalty: float = 1.0
+    max_reply_tokens: int | None = None
+    brief: bool = False
+
+
+#: The packaged SmolLM2-135M-Instruct and other tiny chat models (measured: scripts/measure_latency.py).
+SMALL_MODEL = Decoding(repeat_penalty=1.15, max_reply_tokens=128, brief=True)
+_SMALL_NAMES = re.compile(r"smollm|(?<![0-9])(?:135|360)m\b", re.I)
+
+
+def decoding_for(name: str, spec: Any = None) -> Decoding:
+    """:data:`SMALL_MODEL` for the packaged default (llama.cpp without a model file) and models
+    named like tiny ones (``smollm``, ``135m``, ``360m``); plain sampling for the rest."""
+    backend = getattr(spec, "backend", None)
+    packaged = backend == "llamacpp" and not getattr(spec, "model", None)
+    model = str(getattr(spec, "model", "") or "")
+    return SMALL_MODEL if packaged or _SMALL_NAMES.search(f"{name} {model}") else Decoding()
+
+
 @dataclasses.dataclass
 class LoadedModel:
     """A chat model ready for SiliconFriend, with what the engine needs to know about it."""
@@ -40,6 +68,7 @@ class LoadedModel:
     context_tokens: int
     count_tokens: TokenCounter
     spec: Any = None
+    decoding: Decoding = dataclasses.field(default_factory=Decoding)
 
 
 def token_counter_for(model: BaseChatModel) -> TokenCounter:
@@ -71,29 +100,54 @@ def prepare_model(
     context_tokens: int | None = None,
 ) -> LoadedModel:
     """Describe a chat model for the engine: its name, context size and token counter."""
+    label = name or getattr(chat_model, "model_name", None) or type(chat_model).__name__
     return LoadedModel(
         chat_model=chat_model,
-        name=name or getattr(chat_model, "model_name", None) or type(chat_model).__name__,
+        name=label,
         context_tokens=context_tokens or context_tokens_for(chat_model, spec),
         count_tokens=token_counter_for(chat_model),
         spec=spec,
+        decoding=decoding_for(label, spec),
     )
 
 
 def call_params(
-    chat_model: BaseChatModel, *, temperature: float, top_p: float, max_tokens: int
+    chat_model: BaseChatModel,
+    *,
+    temperature: float,
+    top_p: float,
+    max_tokens: int,
+    repeat_penalty: float = 1.0,
 ) -> dict[str, Any]:
     """Per-call sampling arguments every backbone understands.
 
     An OpenAI-compatible server model built by :mod:`memory_bank.llm` also sends ``max_tokens``
     in ``extra_body`` (llama_cpp.server ignores ``max_completion_tokens``); that copy is updated
-    too, or the server would use the spec's limit instead of this reply's.
+    too, or the server would use the spec's limit instead of this reply's. A repetition penalty
+    other than 1 goes to llama.cpp directly, and to compatible servers in ``extra_body`` (the
+    OpenAI API itself has none).
     """
     params: dict[str, Any] = {"temperature": temperature, "top_p": top_p, "max_tokens": max_tokens}
     extra = getattr(chat_model, "extra_body", None)
-    if isinstance(extra, Mapping) and "max_tokens" in extra:
-        params["extra_body"] = {**extra, "max_tokens": max_tokens}
+    server = isinstance(extra, Mapping) and "max_tokens" in extra
+    if server:
+        params["extra_body"] = {**extra, "max_tokens": max_tokens}  # type: ignore[dict-item]
+    if repeat_penalty != 1.0:
+        if getattr(chat_model, "_llm_type", "") == "llamacpp":
+            params["repeat_penalty"] = repeat_penalty
+        elif server:
+            params["extra_body"]["repeat_penalty"] = repeat_penalty
     return params
+
+
+_SENTENCE_END = re.compile(r"[.!?。！？…](?:[\"'”’)）\]]*)(?=\s|$)|[。！？]")
+
+
+def end_at_sentence(text: str) -> str:
+    """``text`` up to its last complete sentence (a reply cut off at its token cap), or all of
+    it when it has no complete sentence."""
+    ends = [m.end() for m in _SENTENCE_END.finditer(text)]
+    return text[: ends[-1]].rstrip() if ends else text
 
 
 def load_model(
@@ -146,8 +200,10 @@ def stream_text(
     first_token_timeout: float = 180.0,
     idle_timeout: float = 60.0,
     poll: float = 0.05,
+    meta: dict[str, Any] | None = None,
 ) -> Iterator[str]:
-    """Stream the reply's text pieces; the call runs on a worker thread.
+    """Stream the reply's text pieces; the call runs on a worker thread. ``meta`` (if given)
+    receives the model's ``finish_reason`` (``"length"``: cut at the token cap).
 
     Stops quietly when ``cancel`` is set. Raises :class:`ModelTimeoutError` when no first piece
     comes within ``first_token_timeout`` seconds (this includes waiting for a busy local model) or
@@ -163,6 +219,9 @@ def stream_text(
             stream = model.stream(lc_messages, **kwargs)
             try:
                 for chunk in stream:
+                    finish = (getattr(chunk, "response_metadata", None) or {}).get("finish_reason")
+                    if finish and meta is not None:
+                        meta["finish_reason"] = finish
                     text = clean_text(chunk_text(chunk))
                     if text:
                         events.put(("text", text))

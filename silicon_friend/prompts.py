@@ -35,6 +35,8 @@ class PromptTexts:
     day_summary_label: str
     truncated: str
     language_rule: str
+    #: the language rule for small models, which need a short reply asked for plainly
+    brief_rule: str
 
     def memory_line(self, memory: Memory, user: str) -> str:
         """One retrieved memory as a dated line of the prompt."""
@@ -66,6 +68,7 @@ PROMPTS: dict[str, PromptTexts] = {
         day_summary_label=WORDS["en"].day_summary,
         truncated=" […]",
         language_rule="Reply in English, briefly and naturally, as {bot}.",
+        brief_rule="Reply as {bot} in English, in one to three short sentences.",
     ),
     "zh": PromptTexts(
         bot_name="硅基朋友",
@@ -82,6 +85,7 @@ PROMPTS: dict[str, PromptTexts] = {
         day_summary_label=WORDS["zh"].day_summary,
         truncated="[…]",
         language_rule="请以{bot}的身份，用中文简洁自然地回复。",
+        brief_rule="请以{bot}的身份用中文回复，一到三句话即可。",
     ),
 }
 

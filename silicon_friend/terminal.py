@@ -33,6 +33,7 @@ class TerminalTexts:
     summary: str
     portrait: str
     none_yet: str
+    unknown: str
 
 
 TERMINAL: dict[str, TerminalTexts] = {
@@ -49,6 +50,7 @@ TERMINAL: dict[str, TerminalTexts] = {
         summary="Summary of past events",
         portrait="Your portrait",
         none_yet="(not summarised yet)",
+        unknown="(unknown command {command}: nothing was sent; /help lists the commands)",
     ),
     "zh": TerminalTexts(
         ask_name="你叫什么名字？",
@@ -63,6 +65,7 @@ TERMINAL: dict[str, TerminalTexts] = {
         summary="过往事件总结",
         portrait="你的性格画像",
         none_yet="（尚未总结）",
+        unknown="（未知命令 {command}：没有发送任何内容；输入 /help 查看命令）",
     ),
 }
 
@@ -125,6 +128,8 @@ def run_chat(
                 continue
             out.write(f"{t.summary}: {profile['global_summary'] or t.none_yet}\n")
             out.write(f"{t.portrait}: {profile['global_portrait'] or t.none_yet}\n")
+        elif command.startswith("/") and " " not in command:  # a mistyped command, not a message
+            out.write(t.unknown.replace("{command}", command) + "\n")
         else:
             out.write(f"{bot}: ")
             out.flush()

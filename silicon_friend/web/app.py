@@ -1,18 +1,23 @@
 """The SiliconFriend Gradio app: chat with memory, and a "My memories" tab.
 
-Every browser session keeps its own :class:`~silicon_friend.engine.Session` in a ``gr.State``;
-the one :class:`~memory_bank.MemoryBank` behind them is thread-safe. The conversation shown is
-rendered from that server-side session, never read back from the browser, so a client cannot
-slip invented turns into the prompt. With login on (``auth``), the signed-in name *is* the memory
-user: the name box is locked and every action uses ``request.username``.
+Every browser tab's :class:`~silicon_friend.engine.Session` lives on the server, keyed by the
+signed-in user *and* the tab's session hash (:mod:`silicon_friend.web.sessions`): no handler acts
+on state found by the session hash alone. The one :class:`~memory_bank.MemoryBank` behind them
+is thread-safe. The conversation shown is rendered from the server-side session, never read back
+from the browser, so a client cannot slip invented turns into the prompt; user and model text is
+rendered inert (:mod:`silicon_friend.web.safe_text`). With login on (``auth``), the signed-in name
+*is* the memory user: the name box is locked and every action uses ``request.username``.
+
+Mistakes (no name yet, an unticked confirmation) are shown as toasts that leave the page usable;
+a message sent while a reply streams waits its turn, shown as queued, and is then answered.
+Exports are served from memory to their owner only (:mod:`silicon_friend.web.downloads`).
 
 (No ``from __future__ import annotations`` here: Gradio reads the ``gr.Request`` annotation of
 handlers at run time.)
 """
 
 import logging
-import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import gradio as gr
@@ -20,12 +25,15 @@ import gradio as gr
 from memory_bank.errors import MemoryBankError
 from memory_bank.text import validate_user
 from silicon_friend.engine import ChatSettings, Session, SiliconFriend
-from silicon_friend.memories import export_user, memory_rows, retention_figure
+from silicon_friend.memories import export_bytes, memory_rows, retention_figure
+from silicon_friend.web.downloads import DownloadStore
+from silicon_friend.web.safe_text import inert_markdown
+from silicon_friend.web.sessions import SessionRegistry, WebSession
 from silicon_friend.web.texts import UITexts, ui_texts
 
 logger = logging.getLogger(__name__)
 
-CSS = "#sf-chatbot {min-height: 420px}"
+CSS = "#sf-chatbot {min-height: 420px} #sf-memory-table th {white-space: nowrap; word-break: keep-all}"
 
 
 def message_text(content: Any) -> str:
@@ -58,6 +66,10 @@ def normalise_history(history: Sequence[Any] | None) -> list[dict[str, str]]:
     return out
 
 
+class Refused(Exception):
+    """An action that cannot run as asked; its message is shown as a toast."""
+
+
 class WebApp:
     """Handlers and layout of the web app around one engine.
 
@@ -67,54 +79,93 @@ class WebApp:
         concurrency: replies generated at once (a local model still runs one at a time).
     """
 
+    css = CSS
+
     def __init__(self, engine: SiliconFriend, *, auth: bool = False, concurrency: int = 4) -> None:
         self.engine = engine
         self.texts: UITexts = ui_texts(engine.language)
         self.auth = auth
         self.concurrency = concurrency
-        self.export_dir = tempfile.mkdtemp(prefix="silicon-friend-export-")
+        self.sessions = SessionRegistry()
+        self.downloads = DownloadStore()
+
+    @staticmethod
+    def theme() -> Any:
+        """Gradio's default look with the system's fonts: the page loads nothing from elsewhere."""
+        return gr.themes.Default(
+            font=["ui-sans-serif", "system-ui", "sans-serif"],
+            font_mono=["ui-monospace", "monospace"],
+        )
 
     # -- helpers ------------------------------------------------------------------------------
+    @staticmethod
+    def _warn(message: str) -> None:
+        gr.Warning(message)
+
     def _user_for(self, name: str | None, request: gr.Request | None) -> str:
         if self.auth:
             username = getattr(request, "username", None)
             if not username:
-                raise gr.Error("not signed in")
+                raise Refused("not signed in")
             return str(username)
-        name = (name or "").strip()
+        name = (name or "").strip() if isinstance(name, str) else ""
         if not name:
-            raise gr.Error(self.texts.need_name)
+            raise Refused(self.texts.need_name)
         try:
             return validate_user(name)
         except MemoryBankError as e:
-            raise gr.Error(str(e)) from e
+            raise Refused(str(e)) from e
 
-    def _session(self, session: Session | None, name: str | None, request: gr.Request | None) -> Session:
+    def _tab(self, request: gr.Request | None) -> WebSession:
+        return self.sessions.get(request)
+
+    def _session(self, name: str | None, request: gr.Request | None) -> Session:
+        """The tab's session for the user the request acts as (a new one if the user changed)."""
         user = self._user_for(name, request)
-        if session is None or session.user.strip() != user.strip():
-            session = self.engine.start(user)
+        tab = self._tab(request)
+        if tab.session is None or tab.session.user.strip() != user.strip():
+            tab.session = self.engine.start(user)
+        return tab.session
+
+    def _current(self, request: gr.Request | None) -> Session | None:
+        """The tab's session, only if it belongs to the signed-in user (with login on)."""
+        session = self._tab(request).session
+        if session is None:
+            return None
+        if self.auth and session.user.strip() != str(getattr(request, "username", "") or "").strip():
+            return None
         return session
 
     def _welcome(self, session: Session) -> str:
-        t, user = self.texts, session.user.strip()
+        t, user = self.texts, inert_markdown(session.user.strip())
         text = (t.welcome_back if session.returning else t.welcome_new).replace("{user}", user)
         return (t.logged_in_as.replace("{user}", user) + " " if self.auth else "") + text
 
-    def render(self, session: Session | None, pending: str | None = None) -> list[dict[str, str]]:
-        """The conversation as Chatbot messages."""
+    def render(self, session: Session | None, pending: Sequence[str] = ()) -> list[dict[str, str]]:
+        """The conversation as Chatbot messages (inert text), then the messages waiting in line."""
         out: list[dict[str, str]] = []
         for turn in session.turns if session else []:
-            out.append({"role": "user", "content": turn.query})
-            if turn.error:
-                reply = self.texts.model_failed.replace("{error}", turn.error)
+            out.append({"role": "user", "content": inert_markdown(turn.query)})
+            response = inert_markdown(turn.response)
+            if turn.stopped:
+                reply = f"{response} {self.texts.stopped}".strip()
+            elif turn.error:
+                reply = self.texts.model_failed.replace("{error}", inert_markdown(turn.error))
                 if turn.response:
-                    reply = f"{turn.response}\n\n{reply}"
+                    reply = f"{response}\n\n{reply}"
             else:
-                reply = turn.response + (f" {self.texts.stopped}" if turn.stopped else "")
+                reply = response
             out.append({"role": "assistant", "content": reply})
-        if pending is not None:
-            out += [{"role": "user", "content": pending}, {"role": "assistant", "content": "…"}]
+        for message in pending:
+            out += [
+                {"role": "user", "content": inert_markdown(message)},
+                {"role": "assistant", "content": self.texts.queued},
+            ]
         return out
+
+    def _render_tab(self, request: gr.Request | None) -> list[dict[str, str]]:
+        tab = self._tab(request)
+        return self.render(self._current(request), tab.queued())
 
     @staticmethod
     def _settings(
@@ -127,106 +178,174 @@ class WebApp:
                 max_new_tokens=int(max_new_tokens),
                 top_k=int(top_k),
             )
-        except MemoryBankError as e:
-            raise gr.Error(str(e)) from e
+        except (MemoryBankError, TypeError, ValueError) as e:
+            raise Refused(str(e)) from e
 
     # -- chat handlers ------------------------------------------------------------------------
-    def remember(self, name: str, session: Session | None, request: gr.Request) -> tuple[Any, ...]:
-        session = self.engine.start(self._user_for(name, request))
-        return session, self._welcome(session), self.render(session), session.user
+    def remember(self, name: str, request: gr.Request) -> tuple[Any, ...]:
+        try:
+            user = self._user_for(name, request)
+        except Refused as e:
+            self._warn(str(e))
+            return gr.update(), gr.update(), gr.update()
+        tab = self._tab(request)
+        tab.session = self.engine.start(user)
+        if not tab.session.returning:
+            self._hint_other_case(user)
+        return self._welcome(tab.session), self._render_tab(request), tab.session.user
+
+    def _hint_other_case(self, user: str) -> None:
+        """Names are case-sensitive: say so when memories exist under another spelling ("frank"
+        starts empty while "Frank" has memories, which looks like lost memories)."""
+        key = user.strip().casefold()
+        others = [
+            u.strip()
+            for u in self.engine.bank.users()
+            if u.strip().casefold() == key and u.strip() != user.strip()
+        ]
+        if others:
+            self._warn(self.texts.other_case.replace("{user}", user.strip()).replace("{other}", others[0]))
 
     def on_load(self, request: gr.Request) -> tuple[Any, ...]:
         """With login on: fill and lock the name box, open the signed-in user's session."""
         if not self.auth:
-            return gr.update(), None, ""
-        session = self.engine.start(self._user_for(None, request))
-        return gr.update(value=session.user, interactive=False), session, self._welcome(session)
+            return gr.update(), ""
+        try:
+            session = self._session(None, request)
+        except Refused as e:
+            self._warn(str(e))
+            return gr.update(), ""
+        return gr.update(value=session.user, interactive=False), self._welcome(session)
+
+    def on_unload(self, request: gr.Request) -> None:
+        self.sessions.drop(request)
 
     def _reply(
-        self, session: Session, stream: Iterator[str], pending: str | None
+        self,
+        request: gr.Request | None,
+        session: Session,
+        ticket: int,
+        start: Callable[[], Iterator[str]],
+        message: Any = None,
     ) -> Iterator[tuple[Any, ...]]:
-        yield session, self.render(session, pending), ""
+        """Wait for the messages sent before this one, then stream this reply."""
+        tab = self._tab(request)
         try:
-            for _ in stream:
-                yield session, self.render(session), gr.update()
-        except MemoryBankError as e:  # refused before anything was stored (e.g. over the size limit)
-            yield session, self.render(session), pending
-            raise gr.Error(str(e)) from e
+            yield self._render_tab(request), ""
+        except GeneratorExit:  # closed before its turn came (a closed tab): out of the line
+            tab.leave(ticket)
+            raise
+        with tab.turn(ticket):
+            try:
+                stream = start()
+                for _ in stream:
+                    yield self._render_tab(request), gr.update()
+            except MemoryBankError as e:  # refused before anything was stored (e.g. over the size limit)
+                self._warn(str(e))
+                refused = True
+            else:
+                refused = False
+        if refused:  # the message goes back into the box
+            yield self._render_tab(request), gr.update() if message is None else message
+            return
         turn = session.turns[-1] if session.turns else None
-        if turn is not None and turn.error:
-            gr.Warning(self.texts.model_failed.replace("{error}", turn.error))
-        yield session, self.render(session), gr.update()
+        if turn is not None and turn.error and not turn.stopped:
+            self._warn(self.texts.model_failed.replace("{error}", turn.error))
+        yield self._render_tab(request), gr.update()
 
     def send(
         self,
         message: str,
         name: str,
-        session: Session | None,
         temperature: float,
         top_p: float,
         max_new_tokens: float,
         top_k: float,
         request: gr.Request,
     ) -> Iterator[tuple[Any, ...]]:
-        session = self._session(session, name, request)
-        if not (message or "").strip():
-            yield session, self.render(session), gr.update()
+        try:
+            session = self._session(name, request)
+            settings = self._settings(temperature, top_p, max_new_tokens, top_k, self.engine.settings)
+        except Refused as e:
+            self._warn(str(e))
+            yield gr.update(), gr.update()  # the message stays in the box
             return
-        settings = self._settings(temperature, top_p, max_new_tokens, top_k, self.engine.settings)
-        yield from self._reply(session, self.engine.stream(session, message, settings), message)
+        if not (message or "").strip():
+            yield self._render_tab(request), gr.update()
+            return
+        tab = self._tab(request)
+        ticket = tab.enqueue(message)
+        yield from self._reply(
+            request, session, ticket, lambda: self.engine.stream(session, message, settings), message
+        )
 
     def regenerate(
         self,
         name: str,
-        session: Session | None,
         temperature: float,
         top_p: float,
         max_new_tokens: float,
         top_k: float,
         request: gr.Request,
     ) -> Iterator[tuple[Any, ...]]:
-        session = self._session(session, name, request)
-        if not session.turns:
-            gr.Info(self.texts.nothing_to_regenerate)
-            yield session, self.render(session), gr.update()
+        try:
+            session = self._session(name, request)
+            settings = self._settings(temperature, top_p, max_new_tokens, top_k, self.engine.settings)
+        except Refused as e:
+            self._warn(str(e))
+            yield gr.update(), gr.update()
             return
-        settings = self._settings(temperature, top_p, max_new_tokens, top_k, self.engine.settings)
-        query = session.turns[-1].query
-        yield from self._reply(session, self.engine.regenerate(session, settings), query)
+        tab = self._tab(request)
+        if not session.turns or tab.busy():
+            gr.Info(self.texts.nothing_to_regenerate if not session.turns else self.texts.wait_for_reply)
+            yield self._render_tab(request), gr.update()
+            return
+        ticket = tab.enqueue(session.turns[-1].query, shown=False)  # the turn being redone
+        yield from self._reply(request, session, ticket, lambda: self.engine.regenerate(session, settings))
 
-    def stop(self, session: Session | None) -> None:
+    def stop(self, request: gr.Request) -> None:
+        session = self._current(request)
         if session is not None:
             self.engine.stop(session)
 
-    def new_conversation(self, session: Session | None) -> list[dict[str, str]]:
+    def new_conversation(self, request: gr.Request) -> list[dict[str, str]]:
+        session = self._current(request)
         if session is not None:
             self.engine.new_conversation(session)
-        return []
+        return self._render_tab(request)
 
-    def remove_last(self, session: Session | None) -> list[dict[str, str]]:
+    def remove_last(self, request: gr.Request) -> list[dict[str, str]]:
+        session = self._current(request)
         if session is not None:
             self.engine.remove_last_turn(session)
-        return self.render(session)
+        return self._render_tab(request)
 
-    def summarize(self, name: str, session: Session | None, request: gr.Request) -> tuple[Any, ...]:
-        session = self._session(session, name, request)
+    def summarize(self, name: str, request: gr.Request) -> Any:
         try:
+            session = self._session(name, request)
             profile = self.engine.summarize(session)
+        except Refused as e:
+            self._warn(str(e))
+            return gr.update()
         except MemoryBankError as e:
-            raise gr.Error(str(e)) from e
+            self._warn(str(e))
+            return gr.update()
         t = self.texts
-        text = (
-            f"**{t.summary_title}**\n\n{profile['global_summary'] or t.no_summary}\n\n"
-            f"**{t.portrait_title}**\n\n{profile['global_portrait'] or t.no_summary}"
+        return (
+            f"**{t.summary_title}**\n\n{inert_markdown(profile['global_summary']) or t.no_summary}\n\n"
+            f"**{t.portrait_title}**\n\n{inert_markdown(profile['global_portrait']) or t.no_summary}"
         )
-        return session, text
 
     # -- memory handlers ----------------------------------------------------------------------
-    def memories(self, name: str, session: Session | None, request: gr.Request) -> tuple[Any, ...]:
-        """The table, the forgetting-curve plot and the delete dropdown for the session's user."""
-        if session is None and not self.auth and not (name or "").strip():
-            return None, [], None, gr.update(choices=[], value=None)
-        session = self._session(session, name, request)
+    def memories(self, name: str, request: gr.Request) -> tuple[Any, ...]:
+        """The table, the forgetting-curve plot and the delete dropdown for the tab's user."""
+        if self._tab(request).session is None and not self.auth and not (name or "").strip():
+            return [], None, gr.update(choices=[], value=None)
+        try:
+            session = self._session(name, request)
+        except Refused as e:
+            self._warn(str(e))
+            return gr.update(), gr.update(), gr.update()
         bank = self.engine.bank
         rows = memory_rows(bank, session.user)
         table = [r.as_list() for r in rows]
@@ -236,53 +355,74 @@ class WebApp:
             for r in rows
             if r.kind == "turn" or r.kind == "daily_summary"
         ]
-        return session, table, figure, gr.update(choices=choices, value=None)
+        return table, figure, gr.update(choices=choices, value=None)
 
-    def delete_memory(
-        self, name: str, session: Session | None, memory_id: str | None, request: gr.Request
-    ) -> tuple[Any, ...]:
-        session = self._session(session, name, request)
+    def delete_memory(self, name: str, memory_id: str | None, request: gr.Request) -> tuple[Any, ...]:
+        try:
+            session = self._session(name, request)
+        except Refused as e:
+            self._warn(str(e))
+            return gr.update(), gr.update(), gr.update(), gr.update()
         if memory_id:
             try:
                 self.engine.bank.delete_memory(session.user, memory_id)
             except MemoryBankError as e:
-                raise gr.Error(str(e)) from e
+                self._warn(str(e))
+                return gr.update(), gr.update(), gr.update(), gr.update()
             session.turns = [t for t in session.turns if t.memory_id != memory_id]
             gr.Info(self.texts.deleted.replace("{memory_id}", memory_id))
-        return (*self.memories(name, session, request), self.render(session))
+        return (*self.memories(name, request), self._render_tab(request))
 
-    def export(self, name: str, session: Session | None, request: gr.Request) -> tuple[Any, ...]:
-        session = self._session(session, name, request)
+    def export(self, name: str, request: gr.Request) -> Any:
+        """A download link to the user's memory file, valid for a few minutes and only for them."""
+        try:
+            session = self._session(name, request)
+        except Refused as e:
+            self._warn(str(e))
+            return gr.update()
         if not self.engine.bank.has_user(session.user):
-            raise gr.Error(
-                self.texts.need_name if not session.user else f"{session.user!r} has no memories yet"
-            )
-        directory = tempfile.mkdtemp(dir=self.export_dir)
-        return session, gr.update(
-            value=str(export_user(self.engine.bank, session.user, directory)), visible=True
-        )
+            self._warn(self.texts.nothing_to_export.replace("{user}", session.user.strip()))
+            return gr.update(value="", visible=False)
+        filename, data = export_bytes(self.engine.bank, session.user)
+        login = getattr(request, "username", None) if self.auth else None
+        link = self.downloads.add(session.user, login, filename, data)
+        text = self.texts.export_ready.replace("{link}", link).replace("{file}", inert_markdown(filename))
+        return gr.update(value=text, visible=True)
 
-    def forget_me(
-        self, name: str, session: Session | None, confirmed: bool, request: gr.Request
-    ) -> tuple[Any, ...]:
-        session = self._session(session, name, request)
+    def forget_me(self, name: str, confirmed: bool, request: gr.Request) -> tuple[Any, ...]:
+        keep = (gr.update(),) * 8
+        try:
+            user = self._user_for(name, request)
+        except Refused as e:
+            self._warn(str(e))
+            return keep
         if not confirmed:
-            raise gr.Error(self.texts.forget_unconfirmed)
-        user = session.user
+            self._warn(self.texts.forget_unconfirmed)
+            return keep
+        tabs = [t for t in self.sessions.of_user(user) if t.session is not None]
+        for tab in tabs:  # stop replies of every tab of the user, and let them finish storing
+            assert tab.session is not None
+            self.engine.stop(tab.session)
+        for tab in tabs:
+            assert tab.session is not None
+            with tab.session.lock:
+                tab.session.turns.clear()
         if self.engine.bank.has_user(user):
             self.engine.bank.delete_user(user)
-        logger.info("forgot user %r at their request", user)
+        self.downloads.drop_user(user)
+        logger.info("forgot a user at their request")
         fresh = self.engine.start(user)
-        status = self.texts.forgot.replace("{user}", user)
+        self._tab(request).session = fresh
+        status = self.texts.forgot.replace("{user}", inert_markdown(user.strip()))
         return (
-            fresh,
             status,
             [],
             [],
             None,
             gr.update(choices=[], value=None),
             False,
-            gr.update(value=None, visible=False),
+            gr.update(value="", visible=False),
+            "",
         )
 
     # -- layout -------------------------------------------------------------------------------
@@ -291,7 +431,6 @@ class WebApp:
         t, s = self.texts, self.engine.settings
         chat_limit: dict[str, Any] = {"concurrency_limit": self.concurrency, "concurrency_id": "reply"}
         with gr.Blocks(title="SiliconFriend", analytics_enabled=False) as demo:
-            session = gr.State(None)
             gr.Markdown(f"# {t.title}\n{t.intro}")
             with gr.Row():
                 name = gr.Textbox(
@@ -340,7 +479,7 @@ class WebApp:
                         victim = gr.Dropdown(label=t.memory_id, choices=[], scale=4, elem_id="sf-victim")
                         delete = gr.Button(t.delete_memory, variant="stop", scale=1, elem_id="sf-delete")
                     export = gr.Button(t.export, elem_id="sf-export")
-                    export_file = gr.File(label=t.export_file, visible=False, elem_id="sf-export-file")
+                    export_link = gr.Markdown(visible=False, elem_id="sf-export-link")
                     with gr.Row():
                         confirm = gr.Checkbox(
                             label=t.forget_confirm, value=False, elem_id="sf-forget-confirm"
@@ -348,35 +487,39 @@ class WebApp:
                         forget = gr.Button(t.forget_me, variant="stop", elem_id="sf-forget")
 
             sliders = [temperature, top_p, max_tokens, top_k]
-            memory_outputs = [session, table, plot, victim]
+            memory_outputs = [table, plot, victim]
+            quiet: dict[str, Any] = {"show_progress": "hidden"}
             remember_event = gr.on(
-                [remember.click, name.submit],
-                self.remember,
-                [name, session],
-                [session, status, chatbot, name],
+                [remember.click, name.submit], self.remember, [name], [status, chatbot, name]
             )
-            remember_event.then(self.memories, [name, session], memory_outputs)
+            remember_event.then(self.memories, [name], memory_outputs, **quiet)
             gr.on(
                 [send.click, message.submit],
                 self.send,
-                [message, name, session, *sliders],
-                [session, chatbot, message],
+                [message, name, *sliders],
+                [chatbot, message],
+                trigger_mode="multiple",  # a message sent while a reply streams waits its turn
+                show_progress="minimal",
                 **chat_limit,
             )
-            stop.click(self.stop, [session], None, queue=False)
-            gr.on([new.click, chatbot.clear], self.new_conversation, [session], [chatbot])
-            regen.click(self.regenerate, [name, session, *sliders], [session, chatbot, message], **chat_limit)
-            remove.click(self.remove_last, [session], [chatbot])
-            summarize.click(self.summarize, [name, session], [session, summary], **chat_limit)
-            gr.on([refresh.click, memories_tab.select], self.memories, [name, session], memory_outputs)
-            delete.click(self.delete_memory, [name, session, victim], [*memory_outputs, chatbot])
-            export.click(self.export, [name, session], [session, export_file])
+            stop.click(self.stop, None, None, queue=False)
+            gr.on([new.click, chatbot.clear], self.new_conversation, None, [chatbot])
+            regen.click(
+                self.regenerate, [name, *sliders], [chatbot, message], show_progress="minimal", **chat_limit
+            )
+            remove.click(self.remove_last, None, [chatbot])
+            summarize.click(self.summarize, [name], [summary], **chat_limit)
+            gr.on([refresh.click, memories_tab.select], self.memories, [name], memory_outputs, **quiet)
+            delete.click(self.delete_memory, [name, victim], [*memory_outputs, chatbot], **quiet)
+            export.click(self.export, [name], [export_link], **quiet)
             forget.click(
                 self.forget_me,
-                [name, session, confirm],
-                [session, status, chatbot, table, plot, victim, confirm, export_file],
+                [name, confirm],
+                [status, chatbot, table, plot, victim, confirm, export_link, summary],
+                **quiet,
             )
-            demo.load(self.on_load, None, [name, session, status])
+            demo.load(self.on_load, None, [name, status])
+            demo.unload(self.on_unload)
         return demo
 
 

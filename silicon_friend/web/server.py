@@ -55,11 +55,21 @@ def serve(
     share: bool = False,
     credentials: list[tuple[str, str]] | None = None,
     concurrency: int = 4,
+    allowed_hosts: Iterable[str] = (),
     block: bool = True,
 ) -> Any:
-    """Build and launch the app; returns the Blocks (already running when ``block=False``)."""
+    """Build and launch the app; returns the Blocks (already running when ``block=False``).
+
+    Requests pass :class:`~silicon_friend.web.guard.RequestGuard` first (Host allow-list for
+    ``host`` plus ``allowed_hosts``, same-origin state changes, session hashes bound to their
+    login, a strict Content-Security-Policy), then the export downloads route.
+    """
     os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
-    from silicon_friend.web.app import build_app
+    from starlette.middleware import Middleware
+
+    from silicon_friend.web.app import WebApp
+    from silicon_friend.web.downloads import DownloadRoute
+    from silicon_friend.web.guard import RequestGuard, host_policy
 
     if host not in LOOPBACK and not credentials:
         logger.warning(
@@ -67,9 +77,18 @@ def serve(
         )
     if share:
         logger.warning("--share: Gradio opens a public link to this app")
-    demo = build_app(engine, auth=bool(credentials), concurrency=concurrency)
+    web = WebApp(engine, auth=bool(credentials), concurrency=concurrency)
+    demo = web.build()
     demo.queue(default_concurrency_limit=16)
+    policy = host_policy(host, allowed_hosts, share=share)
+    middleware = [
+        Middleware(RequestGuard, policy=policy),  # type: ignore[arg-type]
+        Middleware(DownloadRoute, store=web.downloads),  # type: ignore[arg-type]
+    ]
     demo.launch(
+        app_kwargs={"middleware": middleware},
+        theme=web.theme(),
+        css=web.css,
         server_name=host,
         server_port=port,
         share=share,

@@ -49,6 +49,11 @@ class UITexts:
     forget_me: str
     forgot: str
     forget_unconfirmed: str
+    queued: str
+    wait_for_reply: str
+    nothing_to_export: str
+    export_ready: str
+    other_case: str
     columns: tuple[str, ...]
 
 
@@ -94,6 +99,11 @@ UI: dict[str, UITexts] = {
         forget_me="Forget me",
         forgot="All memories of **{user}** were deleted.",
         forget_unconfirmed="Tick the box to confirm first.",
+        queued="⏳ Queued: I will answer this after the current reply.",
+        wait_for_reply="Wait until the current reply is finished.",
+        nothing_to_export="{user} has no memories to export yet.",
+        export_ready="[⬇ Download {file}]({link}) (only for you; the link works for 10 minutes).",
+        other_case="Names are case-sensitive: “{user}” has no memories yet, but “{other}” does. Did you mean “{other}”?",
         columns=("id", "kind", "date", "text", "strength", "retention", "last recall", "forgotten"),
     ),
     "zh": UITexts(
@@ -137,6 +147,11 @@ UI: dict[str, UITexts] = {
         forget_me="忘记我",
         forgot="**{user}** 的全部记忆已删除。",
         forget_unconfirmed="请先勾选确认框。",
+        queued="⏳ 排队中：当前回复完成后我就回答这条消息。",
+        wait_for_reply="请等当前回复完成。",
+        nothing_to_export="{user} 还没有可以导出的记忆。",
+        export_ready="[⬇ 下载 {file}]({link})（仅限你本人，链接 10 分钟内有效）。",
+        other_case="名字区分大小写：“{user}”还没有记忆，但“{other}”有。你是想用“{other}”吗？",
         columns=("编号", "类型", "日期", "内容", "强度", "保持率", "上次回忆", "已遗忘"),
     ),
 }

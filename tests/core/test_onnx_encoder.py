@@ -51,7 +51,7 @@ def test_export_is_cached_and_a_broken_file_is_rebuilt(monkeypatch, tmp_path) ->
     _encoder(monkeypatch, tmp_path)
     assert model.stat().st_mtime_ns == stamp  # loaded, not exported again
 
-    model.write_bytes(b"not an onnx model")
+    model.write_bytes(b"not an onnx model")  # a changed file is checked (and rebuilt) again
     enc = _encoder(monkeypatch, tmp_path)
     assert enc.backend == "onnx" and model.stat().st_size > 1_000_000
     reference = enc.model.encode(TEXTS[2:4], normalize_embeddings=True, convert_to_numpy=True)
@@ -74,3 +74,25 @@ def test_unwritable_cache_falls_back_to_pytorch(monkeypatch, tmp_path) -> None: 
     assert enc.encode(["hello"]).shape == (1, 384)
     with pytest.raises(ConfigError, match="ONNX Runtime could not run it"):
         _encoder(monkeypatch, blocker / "cache", "onnx")
+
+
+def test_the_pytorch_cross_check_runs_once_per_export(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from memory_bank.onnx_encoder import OnnxTextEncoder
+
+    calls: list[float] = []
+    original = OnnxTextEncoder.difference
+
+    def counted(self: OnnxTextEncoder) -> float:
+        calls.append(original(self))
+        return calls[-1]
+
+    monkeypatch.setattr(OnnxTextEncoder, "difference", counted)
+    first = _encoder(monkeypatch, tmp_path)
+    assert first.backend == "onnx" and len(calls) == 1
+    second = _encoder(monkeypatch, tmp_path)  # a later start: no second check
+    assert second.backend == "onnx" and len(calls) == 1
+    assert np.abs(second.encode(TEXTS[2:4]) - first.encode(TEXTS[2:4])).max() == 0
+    (model,) = (tmp_path / "onnx").glob("*.onnx")
+    os.utime(model, ns=(model.stat().st_atime_ns, model.stat().st_mtime_ns + 1))  # the file changed
+    _encoder(monkeypatch, tmp_path)
+    assert len(calls) == 2

@@ -187,29 +187,31 @@ def test_silicon_friend_delete_memory_and_forget_me(tmp_path) -> None:  # type: 
     _seed(bank)
     friend = SiliconFriend(bank, prepare_model(EchoChatModel(reply="Got it."), context_tokens=4096))
     app = WebApp(friend)
-    req = gr.Request()
-    session, *_ = app.remember("Ann", None, req)
-    for _ in app.send(f"Another secret: {SECRET} again.", "Ann", session, 0.7, 0.9, 64, 2, req):
+    req = gr.Request(session_hash="tab")
+    app.remember("Ann", req)
+    for _ in app.send(f"Another secret: {SECRET} again.", "Ann", 0.7, 0.9, 64, 2, req):
         pass
+    session = app.sessions.get(req).session
     said = session.turns[-1].memory_id
-    out = app.delete_memory("Ann", session, said, req)
+    out = app.delete_memory("Ann", said, req)
     assert all(SECRET not in json.dumps(m) for m in out[-1])  # the chat view drops it too
     secret_id = next(m.memory_id for m in bank.history("Ann") if SECRET in (m.query or ""))
-    app.delete_memory("Ann", session, secret_id, req)
+    app.delete_memory("Ann", secret_id, req)
     _resummarize(bank, "Ann")
     assert _found_anywhere(bank, store, "Ann", SECRET) == []
-    _, table, _, choices = app.memories("Ann", session, req)
+    table, _, choices = app.memories("Ann", req)
     assert SECRET not in json.dumps(table) and SECRET not in json.dumps(choices, default=str)
     path = export_user(bank, "Ann", tmp_path / "exp")
     assert SECRET not in path.read_text(encoding="utf-8") and KEEP in path.read_text(encoding="utf-8")
     # Forget me: refused without the tick, then everything of Ann's goes; Bob stays.
-    with pytest.raises(gr.Error):
-        app.forget_me("Ann", session, False, req)
+    with pytest.warns(UserWarning):
+        app.forget_me("Ann", False, req)
     assert bank.has_user("Ann")
-    fresh, _status, chatbot, table, *_ = app.forget_me("Ann", session, True, req)
-    assert not bank.has_user("Ann") and fresh.turns == [] and chatbot == [] and table == []
+    _status, chatbot, table, *_ = app.forget_me("Ann", True, req)
+    assert not bank.has_user("Ann") and app.sessions.get(req).session.turns == []
+    assert chatbot == [] and table == []
     assert _raw_hits(store, KEEP) == [] and _raw_hits(store, SECRET) == []
-    _, table, _, _ = app.memories("Ann", fresh, req)
+    table, _, _ = app.memories("Ann", req)
     assert table == []
     _bob_intact(bank, store)
     bank.close()
@@ -221,7 +223,7 @@ def test_forget_me_with_login_deletes_only_the_signed_in_user(tmp_path) -> None:
     _seed(bank)
     app = WebApp(SiliconFriend(bank, prepare_model(EchoChatModel(), context_tokens=4096)), auth=True)
     bob = gr.Request(username="Bob")
-    app.forget_me("Ann", None, True, bob)  # the name box says Ann; the login is Bob
+    app.forget_me("Ann", True, bob)  # the name box says Ann; the login is Bob
     assert bank.has_user("Ann") and not bank.has_user("Bob")
     assert SECRET in bank.profile("Ann")["global_summary"]
     bank.close()

@@ -182,13 +182,13 @@ def test_every_entry_point_without_a_user_refuses(tmp_path, capsys, nobody) -> N
     with pytest.raises(MemoryBankError):
         list(friend.stream(None, "secret"))  # type: ignore[arg-type]
     app = WebApp(friend)
-    with pytest.raises(gr.Error):
-        list(app.send("secret", nobody, None, 0.7, 0.9, 64, 2, gr.Request()))  # type: ignore[arg-type]
-    with pytest.raises(gr.Error):
-        app.export(nobody, None, gr.Request())  # type: ignore[arg-type]
+    with pytest.warns(UserWarning):  # refused with a toast
+        list(app.send("secret", nobody, 0.7, 0.9, 64, 2, gr.Request()))  # type: ignore[arg-type]
+    with pytest.warns(UserWarning):
+        assert app.export(nobody, gr.Request()) == gr.update()  # type: ignore[arg-type]
     authed = WebApp(friend, auth=True)
-    with pytest.raises(gr.Error):
-        authed.memories("Ann", None, gr.Request())  # no signed-in username: refused, never "Ann"
+    with pytest.warns(UserWarning):  # no signed-in username: refused, never "Ann"
+        assert authed.memories("Ann", gr.Request()) == (gr.update(),) * 3
     bank.close()
     capsys.readouterr()
     store = ["--store", str(tmp_path / "s"), "--encoder", "hashing"]

@@ -78,10 +78,10 @@ def test_web_handler_shows_the_failure_and_keeps_the_message(bank, failure) -> N
     app = WebApp(_friend(bank, model))
     try:
         with pytest.warns(UserWarning):  # gr.Warning outside a request
-            outputs = list(app.send("Remember my cat Miso.", "Ann", None, 0.7, 0.9, 32, 2, gr.Request()))
+            outputs = list(app.send("Remember my cat Miso.", "Ann", 0.7, 0.9, 32, 2, gr.Request()))
     finally:
         model.release()
-    _session, chatbot, _ = outputs[-1]
+    chatbot, _ = outputs[-1]
     assert chatbot[0]["content"] == "Remember my cat Miso."
     assert chatbot[-1]["content"].startswith("⚠️ The model failed to reply")
     assert [m.query for m in bank.history("Ann")] == ["Remember my cat Miso."]

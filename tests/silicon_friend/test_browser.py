@@ -86,7 +86,13 @@ def chat_in_browser(
     assert page.title() == "SiliconFriend"
     page.locator("#sf-name textarea, #sf-name input").first.fill(name)
     page.get_by_role("button", name=t.remember, exact=True).click()
-    page.wait_for_function("n => document.querySelector('#sf-status').innerText.includes(n)", arg=name)
+    # A server that has just started may still be importing its encoder on a loaded machine: the
+    # wait is as long as a reply's (a wait, not a timing assertion).
+    page.wait_for_function(
+        "n => document.querySelector('#sf-status').innerText.includes(n)",
+        arg=name,
+        timeout=max(30_000, reply_timeout * 1000),
+    )
     for i, message in enumerate(messages, 1):
         box = page.locator("#sf-message textarea")
         box.fill(message)
@@ -119,11 +125,11 @@ def served(tmp_path) -> Iterator[Callable[[str], tuple[str, SiliconFriend]]]:  #
     demos: list[Any] = []
     banks: list[MemoryBank] = []
 
-    def start(language: str) -> tuple[str, SiliconFriend]:
+    def start(language: str, model: Any = None) -> tuple[str, SiliconFriend]:
         bank = MemoryBank.open(tmp_path / language, language=language, encoder_instance=HashingEncoder(256))
         banks.append(bank)
         engine = SiliconFriend(
-            bank, prepare_model(EchoChatModel(delay=0.01), context_tokens=2048), language=language,
+            bank, prepare_model(model or EchoChatModel(delay=0.01), context_tokens=2048), language=language,
             settings=ChatSettings(max_new_tokens=32),
         )  # fmt: skip
         port = free_port()
@@ -223,3 +229,61 @@ def test_make_run_serves_the_offline_default_model(browser, tmp_path) -> None:  
             proc.wait(10)
         if proc.poll() is None:
             proc.kill()
+
+
+@contextlib.contextmanager
+def recording_server() -> Iterator[tuple[str, list[str]]]:
+    """A local HTTP server that records every path it is asked for (an attacker's image host)."""
+    import http.server
+    import threading
+
+    hits: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            hits.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Type", "image/png")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", hits
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_injected_images_in_replies_names_and_messages_are_never_fetched(browser, served, language) -> None:  # type: ignore[no-untyped-def]
+    t = ui_texts(language)
+    with recording_server() as (evil, hits):
+        reply = f"Sure! ![x]({evil}/reply-md.png) <img src=\"{evil}/reply-html.png\"> done"
+        url, engine = served(language, EchoChatModel(reply=reply))
+        name = f'Eve<img src="{evil}/name.png">'
+        page = browser.new_page(viewport={"width": 1100, "height": 900})
+        page.goto(url, wait_until="load")
+        page.locator("#sf-name textarea, #sf-name input").first.fill(name)
+        page.get_by_role("button", name=t.remember, exact=True).click()
+        page.wait_for_function("() => document.querySelector('#sf-status').innerText.includes('Eve')")
+        page.locator("#sf-message textarea").fill(f"look ![me]({evil}/message.png) <img src={evil}/msg.png>")
+        page.get_by_role("button", name=t.send, exact=True).click()
+        page.wait_for_function(
+            "() => document.querySelector('#sf-chatbot').innerText.includes('done')", timeout=20_000
+        )
+        page.get_by_role("tab", name=t.memories_tab).click()
+        page.wait_for_function(
+            "() => document.querySelector('#sf-memory-table').innerText.includes('done')", timeout=15_000
+        )
+        page.wait_for_timeout(1500)
+        page.screenshot(path=str(artifacts() / f"browser_inert_images_{language}.png"), full_page=True)
+        shown = page.locator("#sf-chatbot").inner_text()
+        page.close()
+        assert hits == []  # the browser asked the attacker's server for nothing
+        assert "reply-md.png" in shown  # the text is shown as text
+        assert engine.bank.history(name)[0].response == reply  # and stored as the model said it

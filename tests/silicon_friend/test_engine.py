@@ -307,3 +307,67 @@ def test_control_characters_never_cost_the_turn(make_engine) -> None:  # type: i
     turn = engine.reply(engine.start("Emily"), "hello\x00 there")
     assert turn.response == "fine thanks" and not turn.failed
     assert [(m.query, m.response) for m in engine.bank.history("Emily")] == [("hello there", "fine thanks")]
+
+
+def test_small_model_decoding_is_chosen_for_the_packaged_default_and_tiny_names() -> None:
+    from memory_bank.llm import parse_llm_spec
+    from silicon_friend.models import SMALL_MODEL, Decoding, decoding_for
+
+    assert decoding_for("llamacpp", parse_llm_spec(None)) == SMALL_MODEL
+    assert (
+        decoding_for(
+            "openai:smollm2@http://127.0.0.1:8080/v1",
+            parse_llm_spec("openai:smollm2@http://127.0.0.1:8080/v1"),
+        )
+        == SMALL_MODEL
+    )
+    assert decoding_for("openai:gpt-4o-mini", parse_llm_spec("openai:gpt-4o-mini")) == Decoding()
+    assert SMALL_MODEL.repeat_penalty > 1 and SMALL_MODEL.max_reply_tokens and SMALL_MODEL.brief
+
+
+def test_repetition_penalty_reaches_llamacpp_and_compatible_servers_only() -> None:
+    class ServerModel(EchoChatModel):
+        extra_body: dict | None = None
+
+    class LlamaModel(EchoChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "llamacpp"
+
+    kw = {"temperature": 0.5, "top_p": 0.9, "max_tokens": 32, "repeat_penalty": 1.15}
+    assert call_params(LlamaModel(), **kw)["repeat_penalty"] == 1.15
+    server = call_params(ServerModel(extra_body={"max_tokens": 400}), **kw)
+    assert (
+        server["extra_body"] == {"max_tokens": 32, "repeat_penalty": 1.15} and "repeat_penalty" not in server
+    )
+    assert "repeat_penalty" not in call_params(EchoChatModel(), **kw)  # e.g. the OpenAI API itself
+
+
+def test_a_reply_cut_at_its_token_cap_ends_at_its_last_full_sentence(make_engine) -> None:  # type: ignore[no-untyped-def]
+    from langchain_core.messages import AIMessageChunk
+    from langchain_core.outputs import ChatGenerationChunk
+
+    from silicon_friend.models import end_at_sentence
+
+    class CutModel(EchoChatModel):
+        def _stream(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
+            for word in ["I hear you.", " Exams are hard!", " Let us make a"]:
+                yield ChatGenerationChunk(message=AIMessageChunk(content=word))
+            yield ChatGenerationChunk(
+                message=AIMessageChunk(content="", response_metadata={"finish_reason": "length"})
+            )
+
+    engine = make_engine(CutModel())
+    turn = engine.reply(engine.start("Emily"), "I am stressed")
+    assert turn.response == "I hear you. Exams are hard!"
+    assert end_at_sentence("还好。我们一起想办法") == "还好。" and end_at_sentence("no end") == "no end"
+
+
+def test_small_models_are_asked_for_a_short_reply_under_a_reply_cap(make_engine, echo) -> None:  # type: ignore[no-untyped-def]
+    from silicon_friend.models import SMALL_MODEL
+
+    engine = make_engine()
+    engine.model.decoding = SMALL_MODEL
+    engine.reply(engine.start("Emily"), "Hi", ChatSettings(max_new_tokens=400))
+    assert "one to three short sentences" in system_of(echo)
+    assert echo.calls[0]["kwargs"]["max_tokens"] == SMALL_MODEL.max_reply_tokens

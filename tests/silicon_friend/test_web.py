@@ -2,25 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import threading
-from pathlib import Path
 
 import gradio as gr
 import pytest
 
-from memory_bank.original_format import load_memory_file
 from silicon_friend.web.app import WebApp, message_text, normalise_history
 from tests.silicon_friend.fakes import EchoChatModel
 
 SLIDERS = (0.7, 0.9, 64, 2)
-ANON = gr.Request()
+ANON = gr.Request(session_hash="tab1")
 
 
-def send(app: WebApp, session, message: str, name: str = "Emily", request=ANON):  # type: ignore[no-untyped-def]
-    """Run the send handler to the end; return the final (session, chatbot, textbox) outputs."""
-    outputs = list(app.send(message, name, session, *SLIDERS, request))
-    assert outputs[0][2] == ""  # the textbox is cleared at once
+def send(app: WebApp, message: str, name: str = "Emily", request=ANON):  # type: ignore[no-untyped-def]
+    """Run the send handler to the end; return the final (chatbot, textbox) outputs."""
+    outputs = list(app.send(message, name, *SLIDERS, request))
+    assert outputs[0][1] == ""  # the textbox is cleared at once
     return outputs[-1]
+
+
+def session_of(app: WebApp, request=ANON):  # type: ignore[no-untyped-def]
+    return app.sessions.get(request).session
 
 
 def test_gradio_6_history_is_normalised() -> None:
@@ -42,10 +46,10 @@ def test_gradio_6_history_is_normalised() -> None:
 
 def test_remember_me_then_two_messages(engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(engine)
-    session, status, chatbot, name = app.remember("  Emily ", None, ANON)
+    status, chatbot, name = app.remember("  Emily ", ANON)
     assert "Welcome, **Emily**" in status and chatbot == [] and name == "Emily"
-    session, chatbot, _ = send(app, session, "I adopted a cat named Miso.")
-    session, chatbot, _ = send(app, session, "What is my cat called?")
+    send(app, "I adopted a cat named Miso.")
+    chatbot, _ = send(app, "What is my cat called?")
     assert [m["content"] for m in chatbot] == [
         "I adopted a cat named Miso.",
         "Echo: I adopted a cat named Miso.",
@@ -53,31 +57,32 @@ def test_remember_me_then_two_messages(engine) -> None:  # type: ignore[no-untyp
         "Echo: What is my cat called?",
     ]
     assert len(engine.bank.history("Emily")) == 2
-    _, status, _, _ = app.remember("Emily", session, ANON)
+    status, _, _ = app.remember("Emily", ANON)
     assert "Welcome back, **Emily**" in status
 
 
 def test_streaming_yields_partial_replies(make_engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(make_engine())
-    outputs = list(app.send("one two three", "Emily", None, *SLIDERS, ANON))
-    first_bot = outputs[0][1][-1]["content"]
-    assert first_bot == "…"  # placeholder before the first token
-    partials = [o[1][-1]["content"] for o in outputs[1:]]
+    outputs = list(app.send("one two three", "Emily", *SLIDERS, ANON))
+    assert outputs[0][0][-1]["content"] == "⏳ Queued: I will answer this after the current reply."
+    partials = [o[0][-1]["content"] for o in outputs[1:]]
     assert partials[0].strip() == "Echo:" and partials[-1] == "Echo: one two three"
 
 
-def test_sending_without_a_name_asks_for_one(engine) -> None:  # type: ignore[no-untyped-def]
+def test_sending_without_a_name_warns_without_blocking_the_page(engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(engine)
-    with pytest.raises(gr.Error, match="enter your name"):
-        list(app.send("hi", "", None, *SLIDERS, ANON))
-    with pytest.raises(gr.Error, match="control"):
-        list(app.send("hi", "bad\x07name", None, *SLIDERS, ANON))
+    for name, why in (("", "enter your name"), ("bad\x07name", "control")):
+        with pytest.warns(UserWarning, match=why):  # a toast (gr.Warning), not an error overlay
+            outputs = list(app.send("hi", name, *SLIDERS, ANON))
+        assert all(o == (gr.update(), gr.update()) for o in outputs)  # the message stays in the box
+    assert engine.bank.users() == []
 
 
 def test_changing_the_name_switches_the_user(engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(engine)
-    session, *_ = send(app, None, "hello from Emily")
-    session, *_ = send(app, session, "hello from Nora", name="Nora")
+    send(app, "hello from Emily")
+    send(app, "hello from Nora", name="Nora")
+    session = session_of(app)
     assert session.user == "Nora" and [t.query for t in session.turns] == ["hello from Nora"]
     assert [m.query for m in engine.bank.history("Emily")] == ["hello from Emily"]
 
@@ -85,7 +90,7 @@ def test_changing_the_name_switches_the_user(engine) -> None:  # type: ignore[no
 def test_failed_reply_is_shown_and_the_message_kept(make_engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(make_engine(EchoChatModel(mode="error")))
     with pytest.warns(UserWarning):  # gr.Warning outside a request
-        _, chatbot, _ = send(app, None, "Are you there?")
+        chatbot, _ = send(app, "Are you there?")
     assert chatbot[-1]["content"].startswith("⚠️ The model failed to reply")
     assert "Your message was saved" in chatbot[-1]["content"]
     assert app.engine.bank.history("Emily")[0].query == "Are you there?"
@@ -94,66 +99,98 @@ def test_failed_reply_is_shown_and_the_message_kept(make_engine) -> None:  # typ
 def test_regenerate_remove_new_conversation(make_engine) -> None:  # type: ignore[no-untyped-def]
     model = EchoChatModel()
     app = WebApp(make_engine(model))
-    session, *_ = send(app, None, "first")
-    session, *_ = send(app, session, "second")
+    send(app, "first")
+    send(app, "second")
     model.prefix = "Again:"
-    *_, (session, chatbot, _) = app.regenerate("Emily", session, *SLIDERS, ANON)
+    *_, (chatbot, _) = app.regenerate("Emily", *SLIDERS, ANON)
     assert chatbot[-1]["content"] == "Again: second" and len(app.engine.bank.history("Emily")) == 2
-    assert [m["content"] for m in app.remove_last(session)] == ["first", "Echo: first"]
-    assert app.new_conversation(session) == [] and session.turns == []
+    assert [m["content"] for m in app.remove_last(ANON)] == ["first", "Echo: first"]
+    assert app.new_conversation(ANON) == [] and session_of(app).turns == []
     assert len(app.engine.bank.history("Emily")) == 1
 
 
 def test_stop_button_stops_the_reply(make_engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(make_engine(EchoChatModel(delay=0.05)))
-    session = app.remember("Emily", None, ANON)[0]
-    stream = app.send("a b c d e f g h i j k l", "Emily", session, *SLIDERS, ANON)
-    next(stream), next(stream)
-    app.stop(session)
-    *_, (session, chatbot, _) = stream
-    assert chatbot[-1]["content"].endswith("⏹ (stopped)") and session.turns[-1].stopped
+    app.remember("Emily", ANON)
+    stream = app.send("a b c d e f g h i j k l", "Emily", *SLIDERS, ANON)
+    next(stream), next(stream), next(stream)
+    app.stop(ANON)
+    *_, (chatbot, _) = stream
+    assert chatbot[-1]["content"].endswith("⏹ (stopped)") and session_of(app).turns[-1].stopped
 
 
-def test_memory_tab_delete_export_and_forget_me(engine, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_message_sent_while_a_reply_streams_waits_its_turn(make_engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(make_engine(EchoChatModel(delay=0.02)))
+    first = app.send("one two three four five six", "Emily", *SLIDERS, ANON)
+    next(first), next(first), next(first)  # the first reply is streaming
+    results: list[object] = []
+    second = threading.Thread(
+        target=lambda: results.append(list(app.send("and me?", "Emily", *SLIDERS, ANON)))
+    )
+    second.start()
+    import time
+
+    deadline = time.monotonic() + 5
+    while "and me?" not in app.sessions.get(ANON).queued() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    chat = [m["content"] for m in next(first)[0]]
+    assert chat[-2:] == ["and me?", "⏳ Queued: I will answer this after the current reply."]
+    list(first)
+    second.join(10)
+    assert [(m.query, m.response) for m in app.engine.bank.history("Emily")] == [
+        ("one two three four five six", "Echo: one two three four five six"),
+        ("and me?", "Echo: and me?"),
+    ]
+
+
+def test_memory_tab_delete_export_and_forget_me(engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(engine)
-    session, *_ = send(app, None, "I adopted a cat named Miso.")
-    session, *_ = send(app, session, "I like tea.")
-    session, table, figure, dropdown = app.memories("Emily", session, ANON)
+    send(app, "I adopted a cat named Miso.")
+    send(app, "I like tea.")
+    table, figure, dropdown = app.memories("Emily", ANON)
     assert [row[3] for row in table][::-1] == [
         "I adopted a cat named Miso.\nEcho: I adopted a cat named Miso.",
         "I like tea.\nEcho: I like tea.",
     ]
     assert figure.axes and len(dropdown["choices"]) == 2
     victim = table[0][0]
-    session, table, _, _, chatbot = app.delete_memory("Emily", session, victim, ANON)
+    table, _, _, chatbot = app.delete_memory("Emily", victim, ANON)
     assert len(table) == 1 and len(chatbot) == 2 and len(engine.bank.history("Emily")) == 1
-    session, file = app.export("Emily", session, ANON)
-    data = load_memory_file(file["value"])
-    assert list(data) == ["Emily"] and Path(file["value"]).name == "memories_Emily.json"
-    with pytest.raises(gr.Error, match="Tick the box"):
-        app.forget_me("Emily", session, False, ANON)
-    out = app.forget_me("Emily", session, True, ANON)
-    assert "were deleted" in out[1] and not engine.bank.has_user("Emily") and out[0].turns == []
+    link = app.export("Emily", ANON)
+    token = link["value"].split("sf-export/", 1)[1].split(")", 1)[0]
+    item = app.downloads.get(token, None)
+    assert item is not None and item.filename == "memories_Emily.json"
+    assert list(json.loads(item.data)) == ["Emily"]
+    with pytest.warns(UserWarning, match="Tick the box"):
+        app.forget_me("Emily", False, ANON)
+    assert engine.bank.has_user("Emily")
+    out = app.forget_me("Emily", True, ANON)
+    assert "were deleted" in out[0] and not engine.bank.has_user("Emily") and session_of(app).turns == []
+    assert app.downloads.get(token, None) is None
 
 
 def test_with_login_the_signed_in_name_is_the_memory_user(engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(engine, auth=True)
-    emily, nora = gr.Request(username="emily"), gr.Request(username="nora")
+    emily, nora = (
+        gr.Request(username="emily", session_hash="t"),
+        gr.Request(username="nora", session_hash="t"),
+    )
     engine.bank.add_turn("nora", "my secret diary", "safe with me")
-    name_update, session, status = app.on_load(emily)
+    name_update, status = app.on_load(emily)
     assert (
         name_update["value"] == "emily" and name_update["interactive"] is False and "Signed in as" in status
     )
     # Typing another name changes nothing: every action uses the login.
-    session, *_ = send(app, session, "hello", name="nora", request=emily)
-    assert session.user == "emily" and [m.query for m in engine.bank.history("nora")] == ["my secret diary"]
-    _, table, _, _ = app.memories("nora", session, emily)
+    send(app, "hello", name="nora", request=emily)
+    assert session_of(app, emily).user == "emily"
+    assert [m.query for m in engine.bank.history("nora")] == ["my secret diary"]
+    table, _, _ = app.memories("nora", emily)
     assert all("secret" not in row[3] for row in table)
-    # A session object from another login is never reused.
-    _, table, _, _ = app.memories("emily", session, nora)
+    # The same session hash under another login is another session.
+    table, _, _ = app.memories("emily", nora)
     assert [row[3] for row in table] == ["my secret diary\nsafe with me"]
-    with pytest.raises(gr.Error, match="not signed in"):
-        app.memories("emily", session, gr.Request())
+    with pytest.warns(UserWarning, match="not signed in"):
+        assert app.memories("emily", gr.Request(session_hash="t")) == (gr.update(),) * 3
 
 
 def test_many_browser_sessions_at_once(make_engine) -> None:  # type: ignore[no-untyped-def]
@@ -162,11 +199,12 @@ def test_many_browser_sessions_at_once(make_engine) -> None:  # type: ignore[no-
 
     def browse(user: str) -> None:
         try:
-            session = app.remember(user, None, ANON)[0]
+            tab = gr.Request(session_hash=f"tab-{user}")
+            app.remember(user, tab)
             for j in range(3):
-                session, chatbot, _ = send(app, session, f"{user} says {j}", name=user)
+                chatbot, _ = send(app, f"{user} says {j}", name=user, request=tab)
                 assert chatbot[-1]["content"] == f"Echo: {user} says {j}"
-            assert len(session.turns) == 3
+            assert len(session_of(app, tab).turns) == 3
         except BaseException as e:
             errors.append(e)
 
@@ -196,10 +234,10 @@ def test_summarize_memory_bank_button(make_engine, bank) -> None:  # type: ignor
 
     model = EchoChatModel(reply="The user adopted a cat called Miso and is very happy about it.")
     app = WebApp(make_engine(model, summarizer=Summarizer(bank, model, "en", sleep=lambda _s: None)))
-    with pytest.raises(gr.Error, match="no memories"):
-        app.summarize("Emily", None, ANON)
-    session, *_ = send(app, None, "I adopted a cat named Miso.")
-    session, text = app.summarize("Emily", session, ANON)
+    with pytest.warns(UserWarning, match="no memories"):
+        app.summarize("Emily", ANON)
+    send(app, "I adopted a cat named Miso.")
+    text = app.summarize("Emily", ANON)
     assert "**Summary of past events**" in text and "adopted a cat called Miso" in text
     assert "(not summarised yet)" not in text
 
@@ -209,8 +247,34 @@ def test_a_refused_message_is_given_back(engine, monkeypatch) -> None:  # type: 
 
     monkeypatch.setattr(engine_module, "MAX_TEXT", 10)
     app = WebApp(engine)
-    outputs = []
-    with pytest.raises(gr.Error, match="limit is 10"):
-        for out in app.send("far too long a message", "Emily", None, *SLIDERS, ANON):
-            outputs.append(out)
-    assert outputs[-1][1] == [] and outputs[-1][2] == "far too long a message"  # back in the textbox
+    with pytest.warns(UserWarning, match="limit is 10"):
+        outputs = list(app.send("far too long a message", "Emily", *SLIDERS, ANON))
+    assert outputs[-1] == ([], "far too long a message") and not engine.bank.users()  # back in the box
+
+
+def test_user_and_model_text_is_rendered_inert(make_engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(
+        make_engine(EchoChatModel(reply="Sure! ![x](http://evil.example/leak.png) <img src=http://e/x>"))
+    )
+    chatbot, _ = send(app, "<b>hi</b> ![me](http://evil.example/me.png)")
+    text = " ".join(m["content"] for m in chatbot)
+    assert "<" not in text and "![" not in text
+
+
+def test_a_name_in_another_case_is_pointed_out(engine) -> None:  # type: ignore[no-untyped-def]
+    engine.bank.add_turn("Frank", "I love sailing.", "Nice!")
+    app = WebApp(engine)
+    with pytest.warns(UserWarning, match="case-sensitive.*Frank"):
+        status, _, _ = app.remember("frank", ANON)
+    assert "first conversation" in status
+    with warnings_none():
+        app.remember("Frank", ANON)
+
+
+@contextlib.contextmanager
+def warnings_none():  # type: ignore[no-untyped-def]
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
