@@ -5,6 +5,7 @@
     memorybank eval answers   --memory-file FILE --questions FILE.jsonl --judge SPEC ... --out OUT.json
     memorybank eval locomo    --data FILE [--k 1,5,10,25,50] [--forgetting off|paper] --out OUT.json
     memorybank eval longmemeval --data FILE [--k 1,5,10] --out OUT.json
+    memorybank eval madial    --data DIR --language zh|en [--k 1,3,5,10] --out OUT.json
 
 Each writes its results, a Markdown report (``OUT.md``) and charts (``OUT-*.png``) next to OUT.
 Nothing here reads or writes a user's store unless ``--store`` is given.
@@ -91,6 +92,12 @@ def _add_parsers(sub: argparse._SubParsersAction) -> None:
         default="bank",
         help="bank: MemoryBank.search; proposed-v2: a ranking change measured in evaluation/variants.py",
     )
+    p.add_argument(
+        "--scenario",
+        choices=["first-ask", "second-ask"],
+        default="first-ask",
+        help="second-ask: the user asked every question once before and got useless answers (stored as turns)",
+    )
     p.add_argument("--cache-dir", help="keep embeddings here between runs")
     _common(p)
 
@@ -117,8 +124,10 @@ def _add_parsers(sub: argparse._SubParsersAction) -> None:
     _common(p)
 
     from memory_bank.evaluation.answers_cli import add_answers_parser
+    from memory_bank.evaluation.madial_run import add_madial_parser
 
     add_answers_parser(evsub, _common)
+    add_madial_parser(evsub, _common)
 
 
 register_extension(_add_parsers)
@@ -161,6 +170,10 @@ def _retrieval(args: argparse.Namespace) -> int:
     if args.labels:
         paper.attach_labels(questions, paper.load_labels(args.labels))
     now = args.now or paper.default_now(data)
+    if args.scenario == "second-ask":
+        from memory_bank.evaluation.second_ask import asked_before, next_day
+
+        data, now = asked_before(data, questions, args.language, now), next_day(now)
     encoder = _encoder(args.encoder, args.language, args.cache_dir)
     if args.ranker != "bank":
         rows = paper.retrieve_proposed(data, questions, args.k, encoder, now=now, proposal=args.ranker)
@@ -186,7 +199,13 @@ def _retrieval(args: argparse.Namespace) -> int:
     turns = sum(len(t) for u in data.values() for t in (u.get("history") or {}).values())
     results = {
         "run": report.run_info("eval retrieval", vars(args) | {"now": now}),
-        "config": {"ranker": args.ranker, "encoder": encoder.name, "k": args.k, "now": now},
+        "config": {
+            "ranker": args.ranker,
+            "encoder": encoder.name,
+            "k": args.k,
+            "now": now,
+            "scenario": args.scenario,
+        },
         "dataset": {
             "memory_file": str(args.memory_file),
             "questions_file": str(args.questions),
@@ -201,7 +220,7 @@ def _retrieval(args: argparse.Namespace) -> int:
         "metrics": metrics,
     }
     qfile = Path(args.questions)
-    title = f"Retrieval on {qfile.parent.name}/{qfile.name} ({args.ranker} ranker)"
+    title = f"Retrieval on {qfile.parent.name}/{qfile.name} ({args.ranker} ranker, {args.scenario})"
     paper.write_report(args.out, title, results)
     a = metrics.get("all", {})
     print(
@@ -234,4 +253,12 @@ def _longmemeval(args: argparse.Namespace) -> int:
     from memory_bank.evaluation.locomo_run import run_longmemeval
 
     run_longmemeval(args)
+    return 0
+
+
+@_sub("madial")
+def _madial(args: argparse.Namespace) -> int:
+    from memory_bank.evaluation.madial_run import run_madial
+
+    run_madial(args)
     return 0

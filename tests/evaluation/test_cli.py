@@ -211,3 +211,36 @@ def test_eval_longmemeval(tmp_path, capsys, lme_file) -> None:  # type: ignore[n
     assert res["dataset"]["questions"] == 1
     assert res["systems"]["bm25"]["turn_recall"]["all"]["1"] == 1.0
     assert res["questions"][0]["evidence_sessions"] == ["answer_1"]
+
+
+def test_eval_retrieval_second_ask_stores_the_earlier_askings(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "second.jsonl"
+    code, stdout, _ = run(
+        capsys,
+        "eval",
+        "retrieval",
+        "--memory-file",
+        str(DATA / "en" / "memories_en.json"),
+        "--questions",
+        str(DATA / "en" / "questions_en.jsonl"),
+        "--labels",
+        str(DATA / "en" / "labels_en.jsonl"),
+        "--scenario",
+        "second-ask",
+        "--encoder",
+        "hashing",
+        "--out",
+        str(out),
+    )
+    assert code == 0 and "54 labelled questions" in stdout
+    results = json.loads((tmp_path / "second.json").read_text(encoding="utf-8"))
+    first_turns = sum(
+        len(day) for u in json.loads((DATA / "en" / "memories_en.json").read_text()).values() for day in u["history"].values()
+    )
+    assert results["dataset"]["turns"] == first_turns + 60  # one stored turn per question asked before
+    assert results["config"]["scenario"] == "second-ask"
+    day = results["config"]["now"]
+    rows = _rows(out)
+    # The earlier askings (the day before the questions) are in the store and can be retrieved.
+    asked = [m for r in rows for m in r["retrieved"] if m["date"] < day and r["question"] in m["text"]]
+    assert asked
