@@ -56,7 +56,8 @@ def rank(
     pool = max(cfg.candidates, k)
     dense_pos, _ = part.dense_top(query_vector, pool)
 
-    bm25 = part.lexical.score_array(tokenize(query))  # 0 where no query token occurs
+    query_tokens = tokenize(query)
+    bm25 = part.lexical.score_array(query_tokens)  # 0 where no query token occurs
     best = float(bm25.max())
     if best > 0 and cfg.lexical_weight > 0:
         lexical = bm25 / best
@@ -106,6 +107,10 @@ def rank(
     base = (cfg.dense_weight * dense + cfg.lexical_weight * lexical[need] + date_bonus[need]).astype(
         np.float64
     )
+    if cfg.echo_weight > 0:
+        base = base - cfg.echo_weight * echo_penalty(part.echo(need, query_tokens), cfg.echo_floor)
+    if cfg.unanswered_weight > 0:
+        base = base - cfg.unanswered_weight * part.unanswered(need)
     if cfg.day_weight > 0:
         base = base + cfg.day_weight * _day_evidence(part, need, base, cfg.day_top)
     me = base[np.searchsorted(need, cand)]
@@ -132,3 +137,13 @@ def _day_evidence(part: Partition, positions: np.ndarray, scores: np.ndarray, to
     best = rank_in_day < top
     sums = np.bincount(grouped[best], weights=scores[order][best])
     return (sums / np.bincount(grouped[best]))[day]
+
+
+def echo_penalty(echo: np.ndarray, floor: float) -> np.ndarray:
+    """0 up to ``floor``, rising linearly to 1 where a turn's question is the query.
+
+    A turn in which the user asked the same question before (and got no answer, or a wrong
+    guess) resembles the question more than the turn that holds the fact does; what the user
+    asked is no evidence of the answer, so such turns give way to what the user said.
+    """
+    return np.clip((echo - floor) / max(1e-9, 1.0 - floor), 0.0, 1.0)

@@ -56,6 +56,10 @@ class VectorBatch:
     kinds: list[str]
     dates: list[str]
     turns: list[int | None]
+    #: The user's own words and the reply of each memory (a turn's query and response; ``None``
+    #: for summaries), when known.
+    queries: list[str | None] | None = None
+    responses: list[str | None] | None = None
 
 
 @dataclasses.dataclass
@@ -649,7 +653,7 @@ class SQLiteStorage(Storage):
             .execute(
                 # The (user_id, id) index gives the rows after after_rowid in order: a catch-up
                 # after one new turn reads one row, not all of the user's.
-                "SELECT m.id, e.vector, m.text, m.kind, m.date, m.turn, m.context "
+                "SELECT m.id, e.vector, m.text, m.kind, m.date, m.turn, m.context, m.query, m.response "
                 "FROM memories m INDEXED BY memories_by_user_id "
                 "JOIN embeddings e ON e.memory_rowid = m.id "
                 f"WHERE m.user_id = ? AND m.archived = 0 AND m.id > ? AND e.encoder = ? AND m.kind IN ({','.join('?' * len(ks))}) "
@@ -670,6 +674,8 @@ class SQLiteStorage(Storage):
             [r[3] for r in rows],
             [r[4] for r in rows],
             [r[5] for r in rows],
+            [r[7] for r in rows],
+            [r[8] for r in rows],
         )
 
     def missing_vectors(self, encoder: str, kinds: Iterable[MemoryKind]) -> list[tuple[int, str]]:

@@ -563,7 +563,7 @@ class PostgresStorage(Storage):
         self, user_id: int, encoder: str, kinds: Iterable[MemoryKind], after_rowid: int = 0
     ) -> VectorBatch:
         rows = self._rows(
-            "SELECT m.id, e.vector, m.text, m.kind, m.date, m.turn, m.context FROM memories m "
+            "SELECT m.id, e.vector, m.text, m.kind, m.date, m.turn, m.context, m.query, m.response FROM memories m "
             "JOIN embeddings e ON e.memory_rowid = m.id "
             "WHERE m.user_id = %s AND NOT m.archived AND m.id > %s AND e.encoder = %s "
             "AND m.kind = ANY(%s::text[]) ORDER BY m.id",
@@ -582,6 +582,8 @@ class PostgresStorage(Storage):
             [r[3] for r in rows],
             [r[4] for r in rows],
             [r[5] for r in rows],
+            [r[7] for r in rows],
+            [r[8] for r in rows],
         )
 
     def embeddings(self, user_id: int) -> dict[int, tuple[str, np.ndarray]]:

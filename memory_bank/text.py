@@ -299,6 +299,14 @@ def _number_token(run: str) -> str:
     return (head.lstrip("0") or "0") + sep + rest
 
 
+_QUESTION_END = re.compile(r"(?:[?？]|[吗呢嘛][。.！!～~]?)[\s\"'”’)）]*$")
+
+
+def is_question(text: str | None) -> bool:
+    """Whether ``text`` ends as a question ("...?", "...？", "...吗", "...呢")."""
+    return bool(text) and _QUESTION_END.search(text.strip()) is not None  # type: ignore[union-attr]
+
+
 def has_cjk(text: str) -> bool:
     return _CJK_RE.search(text) is not None
 
