@@ -73,7 +73,7 @@ def test_a_question_answered_by_a_question_is_flagged() -> None:
     ],
 )
 def test_the_fact_outranks_earlier_askings_of_the_question(
-    make_bank: Any, clock: Any, fact: str, question: str, non_answer: str
+    make_bank: Any, clock: Any, tmp_path: Any, fact: str, question: str, non_answer: str
 ) -> None:
     bank = make_bank()
     bank.add_turn("ann", fact, "What a lovely cat!")
@@ -84,7 +84,7 @@ def test_the_fact_outranks_earlier_askings_of_the_question(
     top = bank.search("ann", question, 3)
     assert top[0].memory.text.startswith(fact), [r.memory.text for r in top]
     # Off, the earlier askings win: the terms are what makes the difference.
-    plain = make_bank("plain", retrieval={"echo_weight": 0.0, "unanswered_weight": 0.0})
+    plain = make_bank(tmp_path / "plain", retrieval={"echo_weight": 0.0, "unanswered_weight": 0.0})
     plain.add_turn("ann", fact, "What a lovely cat!")
     for _ in range(3):
         plain.add_turn("ann", question, non_answer)
