@@ -121,6 +121,19 @@ class RetrievalConfig(_Strict):
     next_turn_weight: float = Field(
         0.45, ge=0, le=1, description="how far a turn is lifted towards a higher-scoring next turn"
     )
+    echo_weight: float = Field(
+        1.0,
+        ge=0,
+        description="penalty for a turn whose question repeats the query (an earlier asking of it)",
+    )
+    echo_floor: float = Field(
+        0.5, ge=0, lt=1, description="share of the query a turn's user words may repeat without penalty"
+    )
+    unanswered_weight: float = Field(
+        0.2,
+        ge=0,
+        description='penalty for a turn whose question got only a question back ("could you remind me?")',
+    )
     candidates: int = Field(
         64, ge=1, description="candidates taken from each of the dense and lexical rankings"
     )

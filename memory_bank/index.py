@@ -32,7 +32,7 @@ import faiss
 import numpy as np
 
 from memory_bank.stores import VectorBatch
-from memory_bank.text import tokenize
+from memory_bank.text import is_question, tokenize
 
 # BM25 parameters (Robertson & Zaragoza's usual values).
 _K1, _B = 1.2, 0.75
@@ -119,6 +119,14 @@ class LexicalIndex:
         if tid is None:
             tid = self._vocab[sys.intern(tok)] = len(self._vocab)
         return tid
+
+    def token_ids(self, tokens: Iterable[str], *, add: bool = False) -> np.ndarray:
+        """The distinct ids of ``tokens`` (``int32``); unknown ones are added (``add``) or -1."""
+        if add:
+            return np.asarray(sorted({self._tid(t) for t in tokens}), dtype=np.int32)
+        return np.asarray(
+            sorted({self._vocab.get(t, -1 - i) for i, t in enumerate(set(tokens))}), dtype=np.int32
+        )
 
     def add(self, texts: Sequence[str]) -> None:
         start = self._n
@@ -269,6 +277,10 @@ class Partition:
         self._nbrs = np.zeros((0, 2), dtype=np.int64)  # previous, next turn position; -1: none
         self._day_ids = np.zeros(0, dtype=np.int32)  # per position: its day, numbered as first seen
         self._day_number: dict[str, int] = {}
+        # The distinct token ids of each memory's user words when they ask a question, as CSR rows.
+        self._user_starts = np.zeros(1, dtype=np.int64)
+        self._user_ids = np.zeros(0, dtype=np.int32)
+        self._unanswered = np.zeros(0, dtype=bool)  # per position: a question answered by a question
         self._n = 0
         self.lock = threading.RLock()
 
@@ -305,6 +317,7 @@ class Partition:
         self.dates += batch.dates
         self.turns += batch.turns
         self.lexical.add(batch.texts)
+        self._add_user_tokens(batch)
         by_day, by_day_turn = self._by_day, self._by_day_turn
         self._nbrs = _grow(self._nbrs, start + len(batch.rowids))
         nbrs = self._nbrs
@@ -335,6 +348,53 @@ class Partition:
             self._codes.add(self._encode_codes(vectors))
         elif len(self) > self.exact_limit:
             self._build_codes()
+
+    def _add_user_tokens(self, batch: VectorBatch) -> None:
+        queries = batch.queries or [None] * len(batch.rowids)
+        rows = [
+            self.lexical.token_ids(tokenize(q or ""), add=True)
+            if kind == "turn" and is_question(q)
+            else np.zeros(0, np.int32)
+            for q, kind in zip(queries, batch.kinds, strict=True)
+        ]
+        first = len(self) - len(rows)  # position of the batch's first memory
+        replies = batch.responses or [None] * len(rows)
+        self._unanswered = _grow(self._unanswered, len(self))
+        self._unanswered[first : len(self)] = [
+            kind == "turn" and is_question(q) and is_question(r)
+            for q, r, kind in zip(queries, replies, batch.kinds, strict=True)
+        ]
+        used = int(self._user_starts[first])
+        lengths = np.fromiter((len(r) for r in rows), dtype=np.int64, count=len(rows))
+        self._user_starts = _grow(self._user_starts, len(self) + 1)
+        self._user_starts[first + 1 : len(self) + 1] = used + np.cumsum(lengths)
+        total = used + int(lengths.sum())
+        self._user_ids = _grow(self._user_ids, total)
+        if total > used:
+            self._user_ids[used:total] = np.concatenate(rows)
+
+    def echo(self, positions: np.ndarray, query_tokens: Sequence[str]) -> np.ndarray:
+        """How far each memory's question repeats the query: ``|U & Q| / max(|U|, |Q|)`` over the
+        distinct tokens of the user's words U of a turn that asked a question (1 for an earlier
+        asking of the same question; 0 for statements and summaries, which are what is sought)."""
+        out = np.zeros(len(positions), dtype=np.float64)
+        q = self.lexical.token_ids(query_tokens)
+        if not len(q) or not len(positions):
+            return out
+        starts, ends = self._user_starts[positions], self._user_starts[positions + 1]
+        sizes = ends - starts
+        has = sizes > 0
+        if not has.any():
+            return out
+        flat = np.concatenate([self._user_ids[a:b] for a, b in zip(starts[has], ends[has], strict=True)])
+        hit = np.isin(flat, q).astype(np.int64)
+        common = np.add.reduceat(hit, np.r_[0, np.cumsum(sizes[has])[:-1]])
+        out[has] = common / np.maximum(sizes[has], len(q))
+        return out
+
+    def unanswered(self, positions: np.ndarray) -> np.ndarray:
+        """Whether each memory is a turn whose question got only a question back (no fact)."""
+        return self._unanswered[positions]
 
     # -- dates --------------------------------------------------------------------------------
     def years(self) -> tuple[int, ...]:

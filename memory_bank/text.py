@@ -1,9 +1,18 @@
 """Text handling shared by retrieval and validation: CJK-aware tokens, dates named in queries,
 user-name checks.
 
-Tokens: Latin words are lower-cased, lightly stemmed and stripped of stop words; CJK runs give
-character unigrams and bigrams (the usual way to index Chinese without a word segmenter), so
-"博物馆" matches "去博物馆看展". Digits are kept (they carry dates, counts and names).
+Tokens (:func:`tokenize`), after NFKC normalisation (full-width "Ｂａｒｔ１２" is "Bart12") and
+lower-casing:
+
+* Latin (and other non-CJK) words are lightly stemmed and stripped of stop words;
+* CJK runs are split at words without content (:data:`ZH_STOP_WORDS`: "什么", "记得", ...), then
+  give character unigrams (function characters such as "的", "了" left out) and bigrams (those
+  made only of function characters left out): the usual way to index Chinese without a word
+  segmenter, so "博物馆" matches "去博物馆看展";
+* numbers are tokens of their own, zero padding stripped ("05" is "5"), decimals kept whole.
+
+A Latin name, a number and Chinese glued together ("Bart在2023年圣诞节跳舞") split at every
+change of script: "bart", "2023", then the Chinese tokens, so a name matches wherever it occurs.
 """
 
 from __future__ import annotations
@@ -21,7 +30,8 @@ from memory_bank.errors import InvalidInputError
 #: the tokenizer and the summaries' language checks share.
 CJK_CHARS = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af"
 CJK_RE = re.compile(rf"[{CJK_CHARS}]")
-_TOKEN_RE = re.compile(rf"[{CJK_CHARS}]+|[^\W_]+", re.UNICODE)
+# A CJK run, a number, or a run of letters (the last excludes CJK and digits, so scripts split).
+_TOKEN_RE = re.compile(rf"[{CJK_CHARS}]+|\d+(?:,\d{{3}})*(?:\.\d+)?|[^\W\d_{CJK_CHARS}]+", re.UNICODE)
 
 _EN_STOP = frozenset(
     [
@@ -183,9 +193,63 @@ _EN_STOP = frozenset(
         "day",
         "days",
         "time",
+        "th",
+        "nd",
+        "rd",
     ]
 )
 _ZH_STOP = frozenset("的了是我你他她它们在有和就不也都要会吗呢吧啊呀哦嗯这那么个一些什么怎么为还过")
+#: Chinese words that carry no content, the counterparts of English stop words ("what",
+#: "remember", "tell", "before"). A CJK run is split at them before its n-grams are taken, so
+#: neither they nor the bigrams across their edges ("们之" in "我们之前") become tokens.
+ZH_STOP_WORDS = frozenset(
+    [
+        "什么",
+        "怎么",
+        "为什么",
+        "怎么样",
+        "我们",
+        "你们",
+        "他们",
+        "她们",
+        "它们",
+        "咱们",
+        "这个",
+        "那个",
+        "一个",
+        "一下",
+        "还是",
+        "就是",
+        "可以",
+        "知道",
+        "记得",
+        "还记得",
+        "时候",
+        "告诉",
+        "提到",
+        "说过",
+        "以前",
+        "之前",
+        "的话",
+        "是不是",
+        "有没有",
+        "没有",
+        "一起",
+        "觉得",
+        "怎样",
+        "哪里",
+        "哪个",
+        "多少",
+        "请问",
+        "谢谢",
+        "你好",
+        "好的",
+        "来着",
+        "对了",
+        "是的",
+    ]
+)
+_ZH_STOP_RE = re.compile("|".join(sorted(ZH_STOP_WORDS, key=len, reverse=True)))
 
 
 def _stem(word: str) -> str:
@@ -209,15 +273,40 @@ def tokenize(text: str) -> list[str]:
     """Index tokens of ``text`` (English and CJK; see the module docstring)."""
     tokens: list[str] = []
     for run in _TOKEN_RE.findall(unicodedata.normalize("NFKC", text).lower()):
-        if run.isascii() or not CJK_RE.match(run):
+        if not run[0].isdigit() and not CJK_RE.match(run):
             token = _word_token(run)
             if token is not None:
                 tokens.append(token)
+        elif run[0].isdigit():
+            tokens.append(_number_token(run))
         else:
-            chars = [c for c in run]
-            tokens.extend(c for c in chars if c not in _ZH_STOP)
-            tokens.extend(a + b for a, b in itertools.pairwise(chars))
+            tokens.extend(_cjk_tokens(run))
     return tokens
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _cjk_tokens(run: str) -> tuple[str, ...]:
+    """Unigrams and bigrams of a CJK run, split at :data:`ZH_STOP_WORDS` (cached: runs repeat)."""
+    out: list[str] = []
+    for seg in _ZH_STOP_RE.split(run):
+        out.extend(c for c in seg if c not in _ZH_STOP)
+        out.extend(a + b for a, b in itertools.pairwise(seg) if not (a in _ZH_STOP and b in _ZH_STOP))
+    return tuple(out)
+
+
+def _number_token(run: str) -> str:
+    """A number's token: zero padding stripped ("05" and "5" match), decimals kept whole."""
+    head, sep, rest = run.partition(".")
+    head = head.replace(",", "")
+    return (head.lstrip("0") or "0") + sep + rest
+
+
+_QUESTION_END = re.compile(r"(?:[?？]|[吗呢嘛][。.！!～~]?)[\s\"'”’)）]*$")
+
+
+def is_question(text: str | None) -> bool:
+    """Whether ``text`` ends as a question ("...?", "...？", "...吗", "...呢")."""
+    return bool(text) and _QUESTION_END.search(text.strip()) is not None  # type: ignore[union-attr]
 
 
 def has_cjk(text: str) -> bool:

@@ -6,9 +6,11 @@ Runs, with the default (packaged) encoders:
 
 1. ``memorybank eval retrieval`` on the paper's probing questions (en, zh) with our labels, and
    on our own set (eval_data/, en and zh), once per ranker: the bank as it is, and the two
-   the measured ranking change not adopted (``--ranker proposed-v2``);
-2. ``memorybank eval locomo`` on the LoCoMo dev file with every system, forgetting off;
-3. the same with ``--forgetting paper`` (the paper's curve and the recommended settings);
+   the measured ranking change not adopted (``--ranker proposed-v2``), and the bank again with
+   ``--scenario second-ask`` (every question asked once before and answered uselessly);
+2. ``memorybank eval madial`` (en, zh) with bm25, dense and ours;
+3. ``memorybank eval locomo`` on the LoCoMo dev file with every system, forgetting off;
+4. the same with ``--forgetting paper`` (the paper's curve and the recommended settings);
 
 then writes ``SUMMARY.md`` in the output folder with the headline numbers of every run. Each run
 also writes its own JSON, Markdown report and charts there. The data is read from
@@ -59,7 +61,7 @@ def main() -> int:
         "--shared", default=os.environ.get("MEMORYBANK_SHARED_DATA", str(REPO.parent / "shared" / "data"))
     )
     ap.add_argument("--cache-dir", help="keep embeddings here between runs (speed only)")
-    ap.add_argument("--skip", default="", help="comma-separated steps to skip: retrieval, locomo, forgetting")
+    ap.add_argument("--skip", default="", help="comma-separated steps to skip: retrieval, madial, locomo, forgetting")
     args = ap.parse_args()
     out, shared = Path(args.out_dir), Path(args.shared)
     out.mkdir(parents=True, exist_ok=True)
@@ -71,14 +73,27 @@ def main() -> int:
             if not memory.is_file():
                 print(f"skipping {name}: {memory} not found", file=sys.stderr)
                 continue
-            for ranker in ("bank", "proposed-v2"):
-                stem = out / f"{name}-{ranker}.jsonl"
+            for ranker, scenario in (("bank", "first-ask"), ("proposed-v2", "first-ask"), ("bank", "second-ask")):
+                stem = out / f"{name}-{ranker}{'-second-ask' if scenario == 'second-ask' else ''}.jsonl"
                 run(["eval", "retrieval", "--memory-file", str(memory), "--questions", str(questions),
                      "--labels", str(labels), "--language", lang, "--k", "10", "--ranker", ranker,
-                     *cache, "--out", str(stem)])  # fmt: skip
+                     "--scenario", scenario, *cache, "--out", str(stem)])  # fmt: skip
                 m = json.loads(stem.with_suffix(".json").read_text(encoding="utf-8"))["metrics"]["all"]
-                rows.append([name, ranker, m["n"], *(f"{100 * m[f'hit@{k}']:.1f}" for k in (1, 2, 3, 5)),
+                rows.append([name, ranker, scenario, m["n"], *(f"{100 * m[f'hit@{k}']:.1f}" for k in (1, 2, 3, 5)),
                              f"{100 * m['recall@3']:.1f}"])  # fmt: skip
+    madial_rows: list[list[Any]] = []
+    if "madial" not in skip and (shared / "madial").is_dir():
+        for lang in ("en", "zh"):
+            stem = out / f"madial-{lang}.json"
+            run(["eval", "madial", "--data", str(shared / "madial"), "--language", lang, "--k", "1,3,5,10",
+                 "--systems", "bm25,dense,ours", *cache, "--out", str(stem)])  # fmt: skip
+            res = json.loads(stem.read_text(encoding="utf-8"))
+            for system, m in res["systems"].items():
+                r, n = m["turn_recall"]["all"], res["ndcg"][system]
+                madial_rows.append([f"madial-{lang}", system, *(f"{100 * r[k]:.1f}" for k in ("5", "10")),
+                                    f"{100 * n['10']:.1f}"])  # fmt: skip
+    elif "madial" not in skip:
+        print(f"skipping MADial: {shared / 'madial'} not found", file=sys.stderr)
     locomo = shared / "locomo" / "locomo_dev.json"
     runs = []
     if locomo.is_file():
@@ -92,10 +107,14 @@ def main() -> int:
         print(f"skipping LoCoMo: {locomo} not found", file=sys.stderr)
     lines = ["# Evaluation summary", "", "## Labelled questions (hit@k and full-evidence recall@3, %)", ""]
     lines += [
-        "| set | ranker | n | hit@1 | hit@2 | hit@3 | hit@5 | recall@3 |",
-        "|---|---|---|---|---|---|---|---|",
+        "| set | ranker | scenario | n | hit@1 | hit@2 | hit@3 | hit@5 | recall@3 |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    if madial_rows:
+        lines += ["", "## MADial-Bench (the benchmark's protocol, %)", "",
+                  "| set | system | recall@5 | recall@10 | nDCG@10 |", "|---|---|---|---|---|"]  # fmt: skip
+        lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in madial_rows]
     for stem, _ in runs:
         res = json.loads((out / f"{stem}.json").read_text(encoding="utf-8"))
         ks = [str(k) for k in res["ks"]]

@@ -4,6 +4,7 @@
                               [--k K] [--language en|zh] [--store DIR] --out OUT.jsonl
     memorybank eval locomo    --data FILE [--k 1,5,10,25,50] [--forgetting off|paper] --out OUT.json
     memorybank eval longmemeval --data FILE [--k 1,5,10] --out OUT.json
+    memorybank eval madial    --data DIR --language zh|en [--k 1,3,5,10] --out OUT.json
 
 The answer evaluation (the paper's four metrics) runs the chatbot, so it belongs to the app:
 ``silicon-friend eval answers`` (see :mod:`silicon_friend.evaluation`).
@@ -95,6 +96,12 @@ def _add_parsers(sub: argparse._SubParsersAction) -> None:
         default="bank",
         help="bank: MemoryBank.search; proposed-v2: a ranking change measured in evaluation/variants.py",
     )
+    p.add_argument(
+        "--scenario",
+        choices=["first-ask", "second-ask"],
+        default="first-ask",
+        help="second-ask: the user asked every question once before and got useless answers (stored as turns)",
+    )
     p.add_argument("--cache-dir", help="keep embeddings here between runs")
     _common(p)
 
@@ -127,6 +134,10 @@ def _add_parsers(sub: argparse._SubParsersAction) -> None:
         prefix_chars="+",  # take every option as it comes: the handler says where they go now
     )
     p.add_argument("rest", nargs="*")
+
+    from memory_bank.evaluation.madial_run import add_madial_parser
+
+    add_madial_parser(evsub, _common)
 
 
 register_extension(_add_parsers)
@@ -164,6 +175,10 @@ def _retrieval(args: argparse.Namespace) -> int:
     if args.labels:
         paper.attach_labels(questions, paper.load_labels(args.labels))
     now = args.now or paper.default_now(data)
+    if args.scenario == "second-ask":
+        from memory_bank.evaluation.second_ask import asked_before, next_day
+
+        data, now = asked_before(data, questions, args.language, now), next_day(now)
     encoder = eval_encoder(args.encoder, args.language, args.cache_dir)
     if args.ranker != "bank":
         rows = paper.retrieve_proposed(data, questions, args.k, encoder, now=now, proposal=args.ranker)
@@ -189,7 +204,13 @@ def _retrieval(args: argparse.Namespace) -> int:
     turns = sum(len(t) for u in data.values() for t in (u.get("history") or {}).values())
     results = {
         "run": report.run_info("eval retrieval", vars(args) | {"now": now}),
-        "config": {"ranker": args.ranker, "encoder": encoder.name, "k": args.k, "now": now},
+        "config": {
+            "ranker": args.ranker,
+            "encoder": encoder.name,
+            "k": args.k,
+            "now": now,
+            "scenario": args.scenario,
+        },
         "dataset": {
             "memory_file": str(args.memory_file),
             "questions_file": str(args.questions),
@@ -204,7 +225,7 @@ def _retrieval(args: argparse.Namespace) -> int:
         "metrics": metrics,
     }
     qfile = Path(args.questions)
-    title = f"Retrieval on {qfile.parent.name}/{qfile.name} ({args.ranker} ranker)"
+    title = f"Retrieval on {qfile.parent.name}/{qfile.name} ({args.ranker} ranker, {args.scenario})"
     paper.write_report(args.out, title, results)
     a = metrics.get("all", {})
     print(
@@ -238,4 +259,12 @@ def _longmemeval(args: argparse.Namespace) -> int:
     from memory_bank.evaluation.locomo_run import run_longmemeval
 
     run_longmemeval(args)
+    return 0
+
+
+@_sub("madial")
+def _madial(args: argparse.Namespace) -> int:
+    from memory_bank.evaluation.madial_run import run_madial
+
+    run_madial(args)
     return 0

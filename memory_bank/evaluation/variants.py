@@ -113,6 +113,8 @@ def build_partition(memories: Sequence[Memory], encoder: Encoder, *, own_text: b
                 [m.kind.value for m in memories],
                 [m.date for m in memories],
                 [m.turn for m in memories],
+                [m.query for m in memories],
+                [m.response for m in memories],
             )
         )
     return part

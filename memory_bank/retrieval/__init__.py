@@ -43,7 +43,7 @@ from memory_bank.retrieval.candidates import Candidates, CandidateStep
 from memory_bank.retrieval.pipeline import Fusion, Pipeline, Ranked, rank, weighted_sum
 from memory_bank.retrieval.query import Context, Query
 from memory_bank.retrieval.stages import DayEvidence, NeighbourLift, Stage
-from memory_bank.retrieval.terms import Dense, Lexical, NamedDay, NamedMonth, Term
+from memory_bank.retrieval.terms import Dense, Echo, Lexical, NamedDay, NamedMonth, Term, Unanswered
 
 __all__ = [
     "CandidateStep",
@@ -51,6 +51,7 @@ __all__ = [
     "Context",
     "DayEvidence",
     "Dense",
+    "Echo",
     "Fusion",
     "Lexical",
     "NamedDay",
@@ -61,6 +62,7 @@ __all__ = [
     "Ranked",
     "Stage",
     "Term",
+    "Unanswered",
     "rank",
     "weighted_sum",
 ]

@@ -9,7 +9,11 @@ adds ``weight * score`` over the terms, in their order. The default terms, built
 * ``lexical``: the memory's BM25 score divided by the best score of the query (0..1);
 * ``named_day``: 1 for a memory on a day the query names ("May 4th", "5月4日", "yesterday");
 * ``named_month``: 1 for a memory in a month the query names ("in July 2023"), unless the
-  ``named_day`` term is on and the memory lies on a named day (a memory gets one date hint).
+  ``named_day`` term is on and the memory lies on a named day (a memory gets one date hint);
+* ``echo``: minus how much a turn's own question repeats the query (0 up to ``echo_floor``,
+  -1 where it is the query): what the user *asked* before is no evidence of the answer, so such
+  turns give way to the turn where the user *said* it;
+* ``unanswered``: minus 1 for a question turn whose reply gave no answer ("I'm not sure...").
 
 A term whose weight is 0 is not built, so it costs nothing.
 """
@@ -91,6 +95,39 @@ class NamedMonth:
         return hit.astype(np.float32)
 
 
+def echo_penalty(echo: np.ndarray, floor: float) -> np.ndarray:
+    """0 up to ``floor``, rising linearly to 1 where a turn's question is the query.
+
+    A turn in which the user asked the same question before (and got no answer, or a wrong
+    guess) resembles the question more than the turn that holds the fact does.
+    """
+    return np.clip((echo - floor) / max(1e-9, 1.0 - floor), 0.0, 1.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class Echo:
+    """Minus the share of the query a turn's own question repeats, above ``floor``."""
+
+    weight: float
+    floor: float
+    name: str = "echo"
+
+    def score(self, ctx: Context, positions: np.ndarray) -> np.ndarray:
+        echo = ctx.part.echo(positions, ctx.query.tokens)
+        return -echo_penalty(echo, self.floor).astype(np.float32)
+
+
+@dataclasses.dataclass(frozen=True)
+class Unanswered:
+    """Minus 1 for a question turn whose reply did not answer it."""
+
+    weight: float
+    name: str = "unanswered"
+
+    def score(self, ctx: Context, positions: np.ndarray) -> np.ndarray:
+        return -np.asarray(ctx.part.unanswered(positions), dtype=np.float32)
+
+
 def default_terms(cfg: RetrievalConfig) -> list[Term]:
     """The bank's terms for ``cfg``, in fusion order, leaving out those of weight 0 (the dense
     candidates are taken whatever the dense term's weight: see
@@ -104,4 +141,8 @@ def default_terms(cfg: RetrievalConfig) -> list[Term]:
         terms.append(NamedDay(cfg.date_weight))
     if cfg.month_weight > 0:
         terms.append(NamedMonth(cfg.month_weight, yield_to_days=cfg.date_weight > 0))
+    if cfg.echo_weight > 0:
+        terms.append(Echo(cfg.echo_weight, cfg.echo_floor))
+    if cfg.unanswered_weight > 0:
+        terms.append(Unanswered(cfg.unanswered_weight))
     return terms

@@ -51,6 +51,10 @@ class VectorBatch:
     kinds: list[str]
     dates: list[str]
     turns: list[int | None]
+    #: The user's own words and the reply of each memory (a turn's query and response; ``None``
+    #: for summaries), when known.
+    queries: list[str | None] | None = None
+    responses: list[str | None] | None = None
 
 
 @dataclasses.dataclass

@@ -595,7 +595,8 @@ class SQLStorage(Storage):
         rows = self._rows(
             # In rowid order through the (user_id, id) index: a catch-up after one new turn reads
             # one row, not all of the user's.
-            f"SELECT m.id, e.vector, m.text, m.kind, m.date, m.turn, m.context FROM memories m{self.ROWID_ORDER_HINT} "
+            "SELECT m.id, e.vector, m.text, m.kind, m.date, m.turn, m.context, m.query, m.response "
+            f"FROM memories m{self.ROWID_ORDER_HINT} "
             "JOIN embeddings e ON e.memory_rowid = m.id "
             f"WHERE m.user_id = ? AND m.archived = ? AND m.id > ? AND e.encoder = ? AND {cond} ORDER BY m.id",
             (user_id, False, int(after_rowid), encoder, *args),
@@ -613,6 +614,8 @@ class SQLStorage(Storage):
             [r[3] for r in rows],
             [r[4] for r in rows],
             [r[5] for r in rows],
+            [r[7] for r in rows],
+            [r[8] for r in rows],
         )
 
     def missing_vectors(self, encoder: str, kinds: Iterable[MemoryKind]) -> list[tuple[int, str]]:

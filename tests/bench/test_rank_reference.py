@@ -79,7 +79,7 @@ def ctx(part: Partition, text: str, vector: np.ndarray = E[1], **kw: object) -> 
 
 def test_query_is_parsed_against_the_memories_years(part: Partition) -> None:
     q = Query.parse(part, "What did I cook on May 1st, yesterday and in June?", E[0], now=dt.date(2023, 6, 21))
-    assert q.tokens == ["cook", "1st", "yesterday", "june"]  # "may" is a stop word
+    assert q.tokens == ["cook", "1", "st", "yesterday", "june"]  # "may" is a stop word; digits split from letters
     assert q.days == {"2023-05-01", "2023-06-20"} and q.months == {"2023-06"}
     assert q.years == (2023,) and q.vector.dtype == np.float32
 
@@ -172,12 +172,14 @@ def test_weights_of_zero_build_nothing() -> None:
         day_weight=0,
         prev_turn_weight=0,
         next_turn_weight=0,
+        echo_weight=0,
+        unanswered_weight=0,
     )
     p = Pipeline.from_config(off)
     assert (p.terms, p.stages, p.candidates.sources, p.candidates.neighbours) == ((), (), (dense_top,), False)
     p = Pipeline.from_config(RetrievalConfig(date_weight=0))
-    assert [t.name for t in p.terms] == ["dense", "lexical", "named_month"]
-    assert p.terms[-1] == NamedMonth(0.3, yield_to_days=False)  # no day hint to yield to
+    assert [t.name for t in p.terms] == ["dense", "lexical", "named_month", "echo", "unanswered"]
+    assert p.terms[2] == NamedMonth(0.3, yield_to_days=False)  # no day hint to yield to
     assert named_days not in p.candidates.sources
 
 

@@ -217,3 +217,33 @@ def test_eval_answers_points_to_the_app(capsys) -> None:  # type: ignore[no-unty
     code, _, err = run(capsys, "eval", "answers", "--memory-file", "x.json", "--judge", "openai:m")
     assert code == 2
     assert "silicon-friend eval answers" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_eval_retrieval_second_ask_stores_the_earlier_askings(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "second.jsonl"
+    code, stdout, _ = run(
+        capsys,
+        "eval",
+        "retrieval",
+        "--memory-file",
+        str(DATA / "en" / "memories_en.json"),
+        "--questions",
+        str(DATA / "en" / "questions_en.jsonl"),
+        "--labels",
+        str(DATA / "en" / "labels_en.jsonl"),
+        "--scenario",
+        "second-ask",
+        "--encoder",
+        "hashing",
+        "--out",
+        str(out),
+    )
+    assert code == 0 and "54 labelled questions" in stdout
+    results = json.loads((tmp_path / "second.json").read_text(encoding="utf-8"))
+    first_turns = sum(
+        len(day) for u in json.loads((DATA / "en" / "memories_en.json").read_text()).values() for day in u["history"].values()
+    )
+    assert results["dataset"]["turns"] == first_turns + 60  # one stored turn per question asked before
+    assert results["config"]["scenario"] == "second-ask"
+    assert results["config"]["now"] > max(json.loads((DATA / "en" / "memories_en.json").read_text())["Marcus Reid"]["history"])
+    assert len(_rows(out)) == 60

@@ -50,9 +50,9 @@ def test_composed_dense_follows_its_definition() -> None:
 def test_proposed_v2_is_the_bank_pipeline_with_another_dense_term() -> None:
     proposal = PROPOSALS["proposed-v2"]
     pipeline = proposal.pipeline(proposal.config())
-    assert [t.name for t in pipeline.terms] == ["dense", "lexical", "named_day", "named_month"]
+    assert [t.name for t in pipeline.terms] == ["dense", "lexical", "named_day", "named_month", "echo", "unanswered"]
     assert pipeline.terms[0] == ComposedDense(1.0, own_weight=0.5)
-    assert [t.weight for t in pipeline.terms[1:]] == [0.5, 0.5, 0.3]
+    assert [t.weight for t in pipeline.terms[1:]] == [0.5, 0.5, 0.3, 1.0, 0.2]
     assert pipeline.stages == (DayEvidence(0.5, 3), NeighbourLift(0.3, 0.3))
     assert proposal.own_text
 

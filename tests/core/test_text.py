@@ -1,0 +1,65 @@
+"""Tokenisation of real mixed Chinese/Latin chat: names, numbers, full-width forms, stop words.
+
+The sentences are of the kind MADial-Bench and the paper's Chinese users write: a Latin name or
+product glued to Chinese, digits inside Chinese, full-width letters from a Chinese IME.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memory_bank.index import LexicalIndex
+from memory_bank.text import tokenize
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Bart在圣诞节晚会上跳舞，感觉非常开心。", ["bart", "圣诞", "跳舞", "开心"]),
+        ("Lisa在学校的体育节上获得女子800米第一名", ["lisa", "800", "体育", "第一"]),
+        ("我用iPhone15拍了很多鼓浪屿的照片", ["iphone", "15", "鼓浪", "照片"]),
+        ("周末和Tom一起去看了Coldplay的演唱会", ["tom", "coldplay", "演唱"]),
+    ],
+)
+def test_latin_names_and_numbers_glued_to_chinese_are_their_own_tokens(text: str, expected: list[str]) -> None:
+    tokens = tokenize(text)
+    for token in expected:
+        assert token in tokens, (token, tokens)
+    # No token mixes scripts (the bug: "bart在圣诞节晚会上跳舞" was one token).
+    assert not [t for t in tokens if any(c.isascii() for c in t) and any(not c.isascii() for c in t)]
+
+
+def test_a_name_glued_to_chinese_is_found_by_the_name() -> None:
+    lex = LexicalIndex()
+    lex.add(["Bart在圣诞节晚会上跳舞，感觉非常开心。", "Lisa在生日派对上收到花束。", "今天下雨了。"])
+    scores = lex.score_array(tokenize("你还记得Bart吗？"))
+    assert int(np.argmax(scores)) == 0 and scores[1] == scores[2] == 0
+
+
+def test_full_width_forms_read_as_their_ascii_counterparts() -> None:
+    assert tokenize("Ｂａｒｔ买了１２个ｉＰｈｏｎｅ") == tokenize("Bart买了12个iPhone")
+    assert "bart" in tokenize("Ｂａｒｔ") and "12" in tokenize("１２")
+
+
+def test_numbers_keep_their_value() -> None:
+    assert tokenize("05月") == tokenize("5月")  # zero padding does not split a date
+    assert "1200" in tokenize("it cost 1,200 yuan")  # a thousands separator
+    assert "3.5" in tokenize("我跑了3.5公里")  # a decimal stays whole
+    assert "2023" in tokenize("2023年5月4日") and "4" in tokenize("2023年5月4日")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["什么", "你还记得吗？", "我们之前说过什么来着", "What was it?", "Do you remember what I told you?"],
+)
+def test_words_without_content_give_no_tokens(text: str) -> None:
+    assert tokenize(text) == []
+
+
+def test_stop_words_leave_the_content_of_a_question() -> None:
+    zh = tokenize("你还记得我们上次说的那本小说叫什么名字吗？")
+    assert {"小说", "名字"} <= set(zh)
+    assert not {"什么", "记得", "我们"} & set(zh)
+    en = tokenize("What is the name of the novel I read in the library?")
+    assert en == ["name", "novel", "read", "library"]
