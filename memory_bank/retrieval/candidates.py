@@ -11,13 +11,12 @@ the day evidence read the neighbours' scores; only :attr:`Candidates.ranked` are
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from memory_bank.index import stable_top
-from memory_bank.retrieval.query import Context
+from memory_bank.retrieval.query import Context, once
 
 #: A candidate source: positions of the partition for a context, given the pool size.
 Source = Callable[[Context, int], np.ndarray]
@@ -55,7 +54,7 @@ class Candidates:
     prev: np.ndarray
     next: np.ndarray
 
-    @functools.cached_property
+    @once
     def ranked_at(self) -> np.ndarray:
         """Where each ranked position sits in ``scored``."""
         return np.searchsorted(self.scored, self.ranked)

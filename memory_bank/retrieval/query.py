@@ -12,12 +12,31 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import functools
+from collections.abc import Callable
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
 from memory_bank.index import Partition
 from memory_bank.text import dates_in, months_in, tokenize
+
+T = TypeVar("T")
+
+
+class once(Generic[T]):
+    """:func:`functools.cached_property` without the lock Python 3.11 takes on every first
+    access (several microseconds, and a search makes a handful of them)."""
+
+    def __init__(self, fn: Callable[[Any], T]) -> None:
+        self.fn = fn
+        self.name = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __get__(self, obj: object, owner: type | None = None) -> T:
+        if obj is None:
+            return self  # type: ignore[return-value]
+        value = obj.__dict__[self.name] = self.fn(obj)  # shadows the descriptor from now on
+        return value
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -44,17 +63,17 @@ class Query:
         """The query ``text`` (embedded as ``vector``) for a search of ``part``."""
         return cls(text, np.asarray(vector, dtype=np.float32), now, allowed_kinds, part.years())
 
-    @functools.cached_property
+    @once
     def tokens(self) -> list[str]:
         """Index tokens (see :func:`memory_bank.text.tokenize`)."""
         return tokenize(self.text)
 
-    @functools.cached_property
+    @once
     def days(self) -> frozenset[str]:
         """Calendar days the query names, as ``YYYY-MM-DD``."""
         return frozenset(d.isoformat() for d in dates_in(self.text, now=self.now, years=self.years))
 
-    @functools.cached_property
+    @once
     def months(self) -> frozenset[str]:
         """Months the query names without a day, as ``YYYY-MM``."""
         return frozenset(months_in(self.text, years=self.years))
@@ -67,23 +86,23 @@ class Context:
         self.part = part
         self.query = query
 
-    @functools.cached_property
+    @once
     def bm25(self) -> np.ndarray:
         """The BM25 score of every position (``float32``, 0 where no query token occurs)."""
         return self.part.lexical.score_array(self.query.tokens)
 
-    @functools.cached_property
+    @once
     def bm25_max(self) -> float:
         """The best BM25 score (0 when no memory holds a query token)."""
         return float(self.bm25.max()) if len(self.bm25) else 0.0
 
-    @functools.cached_property
+    @once
     def on_named_days(self) -> np.ndarray:
         """Positions (ascending) of the memories on the days the query names."""
         days = self.query.days
         return self.part.positions_on(days) if days else np.zeros(0, dtype=np.int64)
 
-    @functools.cached_property
+    @once
     def in_named_months(self) -> np.ndarray:
         """Positions (ascending) of the memories in the months the query names."""
         months = self.query.months
