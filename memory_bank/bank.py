@@ -28,15 +28,14 @@ from memory_bank.index import PartitionCache
 from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind, SearchResult, index_text, turn_text
 from memory_bank.retrieval import rank
 from memory_bank.storage import Storage, UserRecord, VectorBatch
+from memory_bank.text import MAX_TEXT as MAX_TEXT  # re-exported: the limit of one message
+from memory_bank.text import check_text as _check_text
 from memory_bank.text import parse_day, parse_time, validate_user
 
 logger = logging.getLogger(__name__)
 
 Clock = Callable[[], dt.datetime]
 When = dt.datetime | dt.date | str | None
-
-#: Longest message accepted (characters); longer text is an input error, not a silent cut.
-MAX_TEXT = 1_000_000
 
 
 def _as_datetime(value: When, clock: Clock) -> dt.datetime:
@@ -53,18 +52,6 @@ def _as_date(value: When, clock: Clock) -> dt.date:
     if isinstance(value, str):
         return dt.date.fromisoformat(parse_day(value, "now"))
     return _as_datetime(value, clock).date()
-
-
-def _check_text(value: object, what: str, *, allow_empty: bool = False) -> str:
-    if not isinstance(value, str):
-        raise InvalidInputError(f"{what} must be text, got {type(value).__name__}")
-    if not allow_empty and not value.strip():
-        raise InvalidInputError(f"{what} is empty; give some text")
-    if len(value) > MAX_TEXT:
-        raise InvalidInputError(f"{what} is {len(value):,} characters; the limit is {MAX_TEXT:,}")
-    if "\x00" in value:
-        raise InvalidInputError(f"{what} contains a NUL character; remove it")
-    return value
 
 
 @dataclasses.dataclass
@@ -268,6 +255,38 @@ class MemoryBank:
             if progress:
                 progress(len(chunk))
         return rowids
+
+    def import_user(
+        self,
+        user: str,
+        memories: Sequence[Memory],
+        extra: dict[str, Any],
+        *,
+        batch_size: int = 256,
+        progress: Callable[[int], None] | None = None,
+    ) -> UserRecord:
+        """Make ``user`` hold exactly ``memories`` (an import): the retrievable ones are embedded
+        first, then the user is created, or replaced, in one transaction
+        (:meth:`Storage.replace_user`). A failure or a kill at any point leaves the user as they
+        were; a reader never sees a half-imported user."""
+        validate_user(user)
+        retrievable = [i for i, m in enumerate(memories) if m.kind in RETRIEVABLE_KINDS]
+        parts: list[np.ndarray] = []
+        for start in range(0, len(retrievable), batch_size):
+            chunk = [memories[i] for i in retrievable[start : start + batch_size]]
+            parts.append(self._embed([index_text(m.text, m.context) for m in chunk]))
+            if progress:
+                progress(len(chunk))
+        if progress and len(memories) > len(retrievable):
+            progress(len(memories) - len(retrievable))
+        vectors = np.concatenate(parts) if parts else None
+        for m in memories:
+            m.user = user
+        old = self.storage.get_user(user)
+        rec = self.storage.replace_user(user, extra, memories, retrievable, vectors, self.encoder_name)
+        if old is not None:
+            self._cache.drop(old.id)
+        return rec
 
     def set_layer(
         self,

@@ -96,6 +96,19 @@ class Storage(abc.ABC):
     def set_forget_date(self, user_id: int, date: str) -> None: ...
     @abc.abstractmethod
     def delete_user(self, user_id: int) -> int: ...
+    @abc.abstractmethod
+    def replace_user(
+        self,
+        name: str,
+        extra: dict[str, Any],
+        memories: Sequence[Memory],
+        embedded: Sequence[int],
+        vectors: np.ndarray | None,
+        encoder: str,
+    ) -> UserRecord:
+        """In one transaction: delete the user ``name`` if present, create them anew with
+        ``extra`` and insert ``memories`` (``vectors[j]`` belongs to ``memories[embedded[j]]``).
+        All or nothing: an import never leaves a user half-written or their old data gone."""
 
     # memories
     @abc.abstractmethod
@@ -431,6 +444,41 @@ class SQLiteStorage(Storage):
             c.execute("DELETE FROM memories WHERE user_id = ?", (user_id,))
             c.execute("DELETE FROM users WHERE id = ?", (user_id,))
         return int(n)
+
+    def replace_user(
+        self,
+        name: str,
+        extra: dict[str, Any],
+        memories: Sequence[Memory],
+        embedded: Sequence[int],
+        vectors: np.ndarray | None,
+        encoder: str,
+    ) -> UserRecord:
+        with self._write() as c:
+            old = c.execute("SELECT id FROM users WHERE name = ?", (name,)).fetchone()
+            if old is not None:
+                c.execute(
+                    "DELETE FROM embeddings WHERE memory_rowid IN (SELECT id FROM memories WHERE user_id = ?)",
+                    (old[0],),
+                )
+                c.execute("DELETE FROM memories WHERE user_id = ?", (old[0],))
+                c.execute("DELETE FROM users WHERE id = ?", (old[0],))
+            user_id = int(
+                c.execute(
+                    "INSERT INTO users(name, extra) VALUES (?, ?)",
+                    (name, json.dumps(extra, ensure_ascii=False)),
+                ).lastrowid
+                or 0
+            )
+            for m in memories:
+                m.rowid = int(c.execute(self._INSERT, self._row(m, user_id)).lastrowid or 0)
+            if vectors is not None and len(embedded):
+                self._put_vectors(c, [memories[i].rowid or 0 for i in embedded], vectors, encoder)
+            self._bump(c, user_id, epoch=False)
+        user = self.get_user(name)
+        if user is None:  # deleted by another writer right after the commit
+            raise UserNotFoundError(f"user {name!r} was deleted while being imported; import again")
+        return user
 
     @staticmethod
     def _bump(c: sqlite3.Connection, user_id: int, *, epoch: bool) -> None:

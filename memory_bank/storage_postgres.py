@@ -421,6 +421,53 @@ class PostgresStorage(Storage):
 
         return self._write(run)
 
+    def _insert_many(
+        self, c: psycopg.Cursor[Any], user_id: int, memories: Sequence[Memory], conflict: str = ""
+    ) -> dict[str, int]:
+        """Insert memories in one statement; ``memory_id -> rowid`` of the rows inserted."""
+        cols = list(zip(*(self._row(m, user_id)[1:] for m in memories), strict=True))
+        rows = c.execute(
+            "INSERT INTO memories(user_id, memory_id, kind, date, turn, query, response, text, timestamp, "
+            "strength, last_recall_date, archived, stale, extra, context) "
+            "SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::text[], %s::text[], "
+            "%s::text[], %s::text[], %s::int[], %s::text[], %s::bool[], %s::bool[], %s::text[], %s::text[]) "
+            f"{conflict} RETURNING id, memory_id",
+            (user_id, *(list(col) for col in cols)),
+        ).fetchall()
+        return {mid: int(rid) for rid, mid in rows}
+
+    def replace_user(
+        self,
+        name: str,
+        extra: dict[str, Any],
+        memories: Sequence[Memory],
+        embedded: Sequence[int],
+        vectors: np.ndarray | None,
+        encoder: str,
+    ) -> UserRecord:
+        def run(c: psycopg.Cursor[Any]) -> int:
+            old = c.execute("SELECT id FROM users WHERE name = %s FOR UPDATE", (name,)).fetchone()
+            if old is not None:
+                c.execute("DELETE FROM users WHERE id = %s", (old[0],))  # cascades
+            row = c.execute(
+                "INSERT INTO users(name, extra) VALUES (%s, %s) RETURNING id",
+                (name, json.dumps(extra, ensure_ascii=False)),
+            ).fetchone()
+            user_id = int(row[0]) if row else 0
+            ids = self._insert_many(c, user_id, memories) if memories else {}
+            for m in memories:
+                m.rowid = ids[m.memory_id]
+            if vectors is not None and len(embedded):
+                self._put_vectors(c, [memories[i].rowid or 0 for i in embedded], vectors, encoder)
+            self._bump(c, user_id, epoch=False)
+            return user_id
+
+        self._write(run)
+        user = self.get_user(name)
+        if user is None:
+            raise UserNotFoundError(f"user {name!r} was deleted while being imported; import again")
+        return user
+
     def add_memories(
         self, user_id: int, memories: Sequence[Memory], vectors: np.ndarray | None, encoder: str
     ) -> list[int]:
@@ -432,16 +479,7 @@ class PostgresStorage(Storage):
 
         def run(c: psycopg.Cursor[Any]) -> list[int]:
             self._lock_user(c, user_id)
-            cols = list(zip(*(self._row(m, user_id)[1:] for m in memories), strict=True))
-            rows = c.execute(
-                "INSERT INTO memories(user_id, memory_id, kind, date, turn, query, response, text, timestamp, "
-                "strength, last_recall_date, archived, stale, extra, context) "
-                "SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::text[], %s::text[], "
-                "%s::text[], %s::text[], %s::int[], %s::text[], %s::bool[], %s::bool[], %s::text[], %s::text[]) "
-                "ON CONFLICT (user_id, memory_id) DO NOTHING RETURNING id, memory_id",
-                (user_id, *(list(col) for col in cols)),
-            ).fetchall()
-            new = {mid: int(rid) for rid, mid in rows}
+            new = self._insert_many(c, user_id, memories, " ON CONFLICT (user_id, memory_id) DO NOTHING")
             rowids: list[int] = []
             fresh: list[int] = []  # positions of the memories inserted now
             retried: list[Memory] = []
