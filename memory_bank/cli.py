@@ -315,6 +315,7 @@ def _load_extensions() -> None:
         "memory_bank.evaluation.cli",
         "memory_bank.bench",
         "memory_bank.migrate_cli",
+        "memory_bank.store_cli",
     ):
         try:
             importlib.import_module(module)

@@ -130,6 +130,16 @@ def _statements(script: str) -> list[str]:
 
 
 def _memory(user: str, row: Sequence[Any]) -> Memory:
+    try:
+        return _memory_of(user, row)
+    except (ValueError, TypeError) as e:
+        raise StoreError(
+            f"memory row {row[0]} of the store is damaged ({e}); run 'memorybank check' and restore "
+            "from a backup"
+        ) from e
+
+
+def _memory_of(user: str, row: Sequence[Any]) -> Memory:
     return Memory(
         rowid=int(row[0]),
         memory_id=row[1],
