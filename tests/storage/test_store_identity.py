@@ -199,3 +199,27 @@ def test_a_read_only_store_serves_stats_search_and_export(tmp_path) -> None:  # 
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[0, 0, 0, 2]"
     assert "kites" in out.stdout and "read-only" in out.stderr
+
+
+def test_a_full_disk_during_add_is_one_line_and_loses_nothing(tmp_path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "s"
+    bank = MemoryBank.open(store, encoder_instance=HashingEncoder(16))
+    bank.add_turn("Ann", "stored before the disk filled up", "ok")
+    bank.close()
+    real_connect = sqlite3.connect
+
+    def small_disk(*args, **kwargs):  # type: ignore[no-untyped-def]
+        conn = real_connect(*args, **kwargs)
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages}")  # the file may not grow: SQLITE_FULL
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", small_disk)
+    code = main(["add", "--store", str(store), "--encoder", "hashing-64", "--user", "Ann",
+                 "--query", "x" * 200_000])
+    err = capsys.readouterr().err
+    assert code == 2 and "is full; nothing of this change was written" in err and len(err.strip().splitlines()) == 1
+    monkeypatch.undo()
+    again = MemoryBank.open(store, encoder_instance=HashingEncoder(16))
+    assert [m.query for m in again.history("Ann")] == ["stored before the disk filled up"]
+    again.close()
