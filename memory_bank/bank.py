@@ -35,6 +35,9 @@ from memory_bank.text import parse_day, parse_time, validate_user
 logger = logging.getLogger(__name__)
 
 Clock = Callable[[], dt.datetime]
+
+#: Key of a user's ``extra``: per day, the lowest turn number a new turn may take (after deleted ones).
+_TURN_FLOOR = "turn_floor"
 When = dt.datetime | dt.date | str | None
 
 
@@ -212,6 +215,7 @@ class MemoryBank:
         text = turn_text(query, response)
         rec = self.user(user, create=True)
         previous = self.storage.last_turn(rec.id, day)
+        floor = int(rec.extra.get(_TURN_FLOOR, {}).get(day, 0))
         context = previous.response if previous is not None and previous.response else None
         vector = self._embed([index_text(text, context)])[0]
         memory = Memory(
@@ -224,6 +228,7 @@ class MemoryBank:
             response=response,
             timestamp=when.isoformat(timespec="seconds"),
             context=context,
+            turn=floor or None,
         )
         memory = self.storage.add_turn(rec.id, memory, vector, self.encoder_name)
         # The day's summaries no longer cover every turn of it.
@@ -325,8 +330,26 @@ class MemoryBank:
         days = [target.date] if target.kind is MemoryKind.TURN else []
         if target.kind is MemoryKind.TURN:
             self._unlink_context(rec, target)
+        self._retire_turns(rec, [target])
         self.storage.delete_memories(rec.id, [target.rowid or 0], scrub_dates=days)
         return target
+
+    def _retire_turns(self, rec: UserRecord, gone: Sequence[Memory]) -> None:
+        """Before turns are deleted, remember per day the turn number after the highest one, so
+        a later turn of that day never gets a deleted turn's number and memory id: a retried
+        ``delete --memory-id`` can then never delete a newer memory."""
+        floors = dict(rec.extra.get(_TURN_FLOOR, {}))
+        changed = False
+        for m in gone:
+            if m.kind is MemoryKind.TURN and m.turn is not None and m.turn + 1 > floors.get(m.date, 0):
+                floors[m.date] = m.turn + 1
+                changed = True
+        if changed:
+            current = self.storage.get_user(rec.name)
+            extra = dict(current.extra if current else rec.extra)
+            extra[_TURN_FLOOR] = {**extra.get(_TURN_FLOOR, {}), **floors}
+            self.storage.set_user_extra(rec.id, extra)
+            rec.extra = extra
 
     def _unlink_context(self, rec: UserRecord, target: Memory) -> None:
         """The turn after ``target`` is indexed with ``target``'s reply as context; give it the
@@ -583,8 +606,9 @@ class MemoryBank:
         recs = [self.user(user)] if user is not None else self.storage.list_users()
         n = 0
         for rec in recs:
-            gone = [m.rowid or 0 for m in self.storage.memories(rec.id) if m.archived]
-            n += self.storage.delete_memories(rec.id, gone)
+            archived = [m for m in self.storage.memories(rec.id) if m.archived]
+            self._retire_turns(rec, archived)
+            n += self.storage.delete_memories(rec.id, [m.rowid or 0 for m in archived])
         return n
 
     # -- maintenance --------------------------------------------------------------------------

@@ -600,6 +600,7 @@ class SQLiteStorage(Storage):
                 (user_id, memory.date),
             ).fetchone()
             turn = 0 if row[0] is None else int(row[0]) + 1
+            turn = max(turn, memory.turn or 0)  # never below a deleted turn: ids are not reused
             # Only the trailing placeholder is filled: user names may contain braces.
             memory_id = memory.memory_id
             if memory_id.endswith("{turn}"):

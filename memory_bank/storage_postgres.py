@@ -413,6 +413,7 @@ class PostgresStorage(Storage):
                 (user_id, memory.date),
             ).fetchone()
             turn = 0 if row is None or row[0] is None else int(row[0]) + 1
+            turn = max(turn, memory.turn or 0)  # never below a deleted turn: ids are not reused
             memory_id = memory.memory_id[: -len(_TURN_SLOT)] + str(turn) if templated else memory.memory_id
             new = dataclasses.replace(memory, turn=turn, memory_id=memory_id)
             # The row, its vector and the version bump in one round trip.
