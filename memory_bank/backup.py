@@ -3,8 +3,8 @@
 A backup is one self-contained SQLite store file (no ``-wal`` beside it, so it cannot be copied
 half). From SQLite it is made with SQLite's online backup API: a consistent copy of one moment,
 while the app keeps writing. From PostgreSQL it is a verified export into that same format
-(:func:`memory_bank.stores.migrate`: each user copied from one snapshot, every field and stored
-vector, verified). :func:`restore_backup` writes a backup into an empty store, SQLite or
+(:func:`memory_bank.stores.migrate.migrate` inside one snapshot of the database, so the backup is
+one moment of every user, every field and stored vector, verified). :func:`restore_backup` writes a backup into an empty store, SQLite or
 PostgreSQL, and never over an existing one.
 
 >>> backup("./memories", "memories-2026-12-01.mbk")          # doctest: +SKIP
@@ -137,7 +137,8 @@ def backup(store: str | Path, out: str | Path) -> dict[str, Any]:
                 _sqlite_copy(source, tmp)
             else:
                 with tempfile.TemporaryDirectory(dir=out.parent, prefix=".mb-backup-") as work:
-                    migrate(source, work, progress=False)
+                    with source.snapshot():  # one moment of all users, not one per user
+                        migrate(source, work, progress=False)
                     shutil.copyfile(Path(work) / DB_FILENAME, tmp)
                     conn = sqlite3.connect(tmp, isolation_level=None)
                     conn.execute("PRAGMA journal_mode = DELETE")
