@@ -379,18 +379,25 @@ class MemoryBank:
         """Before turns are deleted, remember per day the turn number after the highest one, so
         a later turn of that day never gets a deleted turn's number and memory id: a retried
         ``delete --memory-id`` can then never delete a newer memory."""
-        floors = dict(rec.extra.get(_TURN_FLOOR, {}))
-        changed = False
+        floors: dict[str, int] = {}
         for m in gone:
-            if m.kind is MemoryKind.TURN and m.turn is not None and m.turn + 1 > floors.get(m.date, 0):
-                floors[m.date] = m.turn + 1
-                changed = True
-        if changed:
-            current = self.storage.get_user(rec.name)
-            extra = dict(current.extra if current else rec.extra)
-            extra[_TURN_FLOOR] = {**extra.get(_TURN_FLOOR, {}), **floors}
-            self.storage.set_user_extra(rec.id, extra)
-            rec.extra = extra
+            if m.kind is MemoryKind.TURN and m.turn is not None:
+                floors[m.date] = max(floors.get(m.date, 0), m.turn + 1)
+        self._raise_turn_floors(rec, floors)
+
+    def _raise_turn_floors(self, rec: UserRecord, floors: dict[str, int]) -> None:
+        """Raise the user's per-day turn floors (``extra``) to at least ``floors``."""
+        known = rec.extra.get(_TURN_FLOOR, {})
+        if all(n <= known.get(day, 0) for day, n in floors.items()):
+            return
+        current = self.storage.get_user(rec.name)
+        extra = dict(current.extra if current else rec.extra)
+        merged = dict(extra.get(_TURN_FLOOR, {}))
+        for day, n in floors.items():
+            merged[day] = max(merged.get(day, 0), n)
+        extra[_TURN_FLOOR] = merged
+        self.storage.set_user_extra(rec.id, extra)
+        rec.extra = extra
 
     def _unlink_context(self, rec: UserRecord, target: Memory) -> None:
         """The turn after ``target`` is indexed with ``target``'s reply as context; give it the
@@ -632,8 +639,7 @@ class MemoryBank:
         recs = [self.user(user)] if user is not None else self.storage.list_users()
         n = 0
         for rec in recs:
-            turns = self.storage.memories(rec.id, kinds=[MemoryKind.TURN])
-            self._retire_turns(rec, [m for m in turns if m.archived])
+            self._raise_turn_floors(rec, self.storage.archived_turn_floors(rec.id))
             n += self.storage.delete_archived(rec.id)
         return n
 

@@ -151,6 +151,12 @@ class Storage(abc.ABC):
         """Delete the user's archived (forgotten) memories for good; returns how many."""
 
     @abc.abstractmethod
+    def archived_turn_floors(self, user_id: int) -> dict[str, int]:
+        """Per day with archived turns, one more than the highest archived turn number: what a
+        purge records so that no later turn of that day reuses a purged turn's memory id
+        (read without listing the user's history)."""
+
+    @abc.abstractmethod
     def mark_stale(self, user_id: int, kinds: Iterable[MemoryKind], dates: Iterable[str] | None) -> int: ...
 
     # reading memories

@@ -556,6 +556,14 @@ class SQLStorage(Storage):
 
         return self._write(run)
 
+    def archived_turn_floors(self, user_id: int) -> dict[str, int]:
+        rows = self._rows(
+            "SELECT date, MAX(turn) FROM memories WHERE user_id = ? AND kind = 'turn' AND archived = ? "
+            "AND turn IS NOT NULL GROUP BY date",
+            (user_id, True),
+        )
+        return {str(r[0]): int(r[1]) + 1 for r in rows}
+
     @staticmethod
     def _delete(c: Cursor, where: str, args: Sequence[Any]) -> int:
         """Delete the memories matching ``where``, their vectors first."""
