@@ -6,10 +6,10 @@ Registered as a CLI extension (see :mod:`memory_bank.cli_support`).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from typing import Any
 
-from memory_bank.cli_support import command, register_extension
+from memory_bank.cli_support import command, dump_json, register_extension
 from memory_bank.errors import StoreError
 
 
@@ -68,25 +68,24 @@ def _check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace, counts: dict[str, Any], verb: str, where: str) -> int:
+    """Print ``counts`` (``--json``) and one line: what was done (``verb``), to how much, ``where``."""
+    if args.json:
+        dump_json(counts)
+    n = sum(counts["memories"].values())
+    print(f"{verb} {counts['users']} users and {n} memories {where}", file=sys.stderr)
+    return 0
+
+
 @command("backup")
 def _backup(args: argparse.Namespace) -> int:
     from memory_bank.backup import backup
 
-    counts = backup(args.store, args.out)
-    if args.json:
-        sys.stdout.write(json.dumps(counts) + "\n")
-    n = sum(counts["memories"].values())
-    print(f"backed up {counts['users']} users and {n} memories to {args.out}", file=sys.stderr)
-    return 0
+    return _report(args, backup(args.store, args.out), "backed up", f"to {args.out}")
 
 
 @command("restore-backup")
 def _restore_backup(args: argparse.Namespace) -> int:
     from memory_bank.backup import restore_backup
 
-    counts = restore_backup(args.file, args.store)
-    if args.json:
-        sys.stdout.write(json.dumps(counts) + "\n")
-    n = sum(counts["memories"].values())
-    print(f"restored {counts['users']} users and {n} memories into {args.store}", file=sys.stderr)
-    return 0
+    return _report(args, restore_backup(args.file, args.store), "restored", f"into {args.store}")
