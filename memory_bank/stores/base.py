@@ -101,6 +101,21 @@ class Storage(abc.ABC):
     def delete_user(self, user_id: int) -> int:
         """Delete a user with every memory and vector; returns how many memories there were."""
 
+    @abc.abstractmethod
+    def replace_user(
+        self,
+        name: str,
+        extra: dict[str, Any],
+        memories: Sequence[Memory],
+        embedded: Sequence[int],
+        vectors: np.ndarray | None,
+        encoder: str,
+    ) -> UserRecord:
+        """In one transaction: delete the user ``name`` if present, create them anew with
+        ``extra`` and insert ``memories`` (``vectors[j]`` belongs to ``memories[embedded[j]]``);
+        sets each memory's ``rowid``. All or nothing: an import never leaves a user half-written
+        or their old data gone."""
+
     # writing memories
     @abc.abstractmethod
     def add_turn(self, user_id: int, memory: Memory, vector: np.ndarray | None, encoder: str) -> Memory:
@@ -138,6 +153,12 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def delete_archived(self, user_id: int) -> int:
         """Delete the user's archived (forgotten) memories for good; returns how many."""
+
+    @abc.abstractmethod
+    def archived_turn_floors(self, user_id: int) -> dict[str, int]:
+        """Per day with archived turns, one more than the highest archived turn number: what a
+        purge records so that no later turn of that day reuses a purged turn's memory id
+        (read without listing the user's history)."""
 
     @abc.abstractmethod
     def mark_stale(self, user_id: int, kinds: Iterable[MemoryKind], dates: Iterable[str] | None) -> int: ...

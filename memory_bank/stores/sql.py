@@ -15,6 +15,7 @@ Queries are written with ``?`` placeholders; a backend with another style transl
 from __future__ import annotations
 
 import abc
+import collections
 import dataclasses
 import json
 from collections.abc import Callable, Iterable, Sequence
@@ -111,7 +112,18 @@ def memory_row(m: Memory, user_id: int) -> tuple[Any, ...]:
 
 
 def to_memory(user: str, row: Sequence[Any]) -> Memory:
-    """A :class:`Memory` of user ``user`` from a row of :data:`COLUMNS`."""
+    """A :class:`Memory` of user ``user`` from a row of :data:`COLUMNS`; a row that cannot be
+    one (damaged on disk) is a one-line :class:`StoreError` naming it and the way out."""
+    try:
+        return _to_memory(user, row)
+    except (ValueError, TypeError) as e:
+        raise StoreError(
+            f"memory row {row[0]} of the store is damaged ({e}); run 'memorybank check' and "
+            "restore from a backup"
+        ) from e
+
+
+def _to_memory(user: str, row: Sequence[Any]) -> Memory:
     return Memory(
         rowid=int(row[0]),
         memory_id=row[1],
@@ -284,6 +296,44 @@ class SQLStorage(Storage):
 
         return self._write(run)
 
+    def replace_user(
+        self,
+        name: str,
+        extra: dict[str, Any],
+        memories: Sequence[Memory],
+        embedded: Sequence[int],
+        vectors: np.ndarray | None,
+        encoder: str,
+    ) -> UserRecord:
+        def run(c: Cursor) -> None:
+            old = c.execute("SELECT id FROM users WHERE name = ?", (name,)).fetchone()
+            if old is not None and self._lock_user(c, int(old[0]), missing_ok=True):
+                self._delete(c, "user_id = ?", (int(old[0]),))
+                c.execute("DELETE FROM users WHERE id = ?", (int(old[0]),))
+            row = c.execute(
+                "INSERT INTO users(name, extra) VALUES (?, ?) RETURNING id",
+                (name, json.dumps(extra, ensure_ascii=False)),
+            ).fetchone()
+            user_id = int(row[0])
+            ids = self._insert_new(c, user_id, memories) if memories else {}
+            if len(ids) != len(memories):  # a fresh user: only a repeated id inserts nothing
+                counts = collections.Counter(m.memory_id for m in memories)
+                twice = next(mid for mid, n in counts.items() if n > 1)
+                raise InvalidInputError(
+                    f"memory id {twice!r} occurs twice for user {name!r}; give each memory its own id"
+                )
+            for m in memories:
+                m.rowid = ids[m.memory_id]
+            if vectors is not None and len(embedded):
+                self._put_vectors(c, [memories[i].rowid or 0 for i in embedded], vectors, encoder)
+            self._bump(c, user_id, epoch=False)
+
+        self._write(run)
+        user = self.get_user(name)
+        if user is None:  # deleted by another writer right after the commit
+            raise UserNotFoundError(f"user {name!r} was deleted while being imported; import again")
+        return user
+
     def _lock_user(self, c: Cursor, user_id: int, *, missing_ok: bool = False) -> bool:
         """Take the user's lock: this user's writers run one at a time, in commit order."""
         if c.execute(self.LOCK_USER, (user_id,)).fetchone():
@@ -318,6 +368,7 @@ class SQLStorage(Storage):
                 (user_id, memory.date),
             ).fetchone()
             turn = 0 if row is None or row[0] is None else int(row[0]) + 1
+            turn = max(turn, memory.turn or 0)  # never below a deleted turn: ids are not reused
             # Only the trailing placeholder is filled: user names may contain braces.
             memory_id = memory.memory_id[: -len(_TURN_SLOT)] + str(turn) if templated else memory.memory_id
             new = dataclasses.replace(memory, turn=turn, memory_id=memory_id)
@@ -504,6 +555,14 @@ class SQLStorage(Storage):
             return n
 
         return self._write(run)
+
+    def archived_turn_floors(self, user_id: int) -> dict[str, int]:
+        rows = self._rows(
+            "SELECT date, MAX(turn) FROM memories WHERE user_id = ? AND kind = 'turn' AND archived = ? "
+            "AND turn IS NOT NULL GROUP BY date",
+            (user_id, True),
+        )
+        return {str(r[0]): int(r[1]) + 1 for r in rows}
 
     @staticmethod
     def _delete(c: Cursor, where: str, args: Sequence[Any]) -> int:

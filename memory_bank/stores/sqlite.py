@@ -22,9 +22,10 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
+from memory_bank import integrity
 from memory_bank.errors import ConfigError, StoreError
 from memory_bank.records import Memory, MemoryKind
-from memory_bank.stores.base import Backend, ForgetColumns
+from memory_bank.stores.base import SCHEMA_VERSION, Backend, ForgetColumns
 from memory_bank.stores.sql import INSERT, Cursor, SQLStorage, memory_row, statements
 
 T = TypeVar("T")
@@ -81,7 +82,14 @@ class SQLiteStorage(SQLStorage):
     ROWID_ORDER_HINT = " INDEXED BY memories_by_user_id"
     MIGRATIONS = _MIGRATIONS
 
-    def __init__(self, directory: str | Path, *, create: bool = True, busy_timeout_s: float = 60.0) -> None:
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        create: bool = True,
+        busy_timeout_s: float = 60.0,
+        quick_check: bool = True,
+    ) -> None:
         self.directory = Path(directory).expanduser()
         self.path = self.directory / DB_FILENAME
         self.where = repr(str(self.path))
@@ -96,13 +104,37 @@ class SQLiteStorage(SQLStorage):
             self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             with contextlib.suppress(OSError):
                 os.chmod(self.directory, 0o700)  # also when the folder already existed
-            # Create the file private before SQLite opens it: its -wal and -shm files take its mode.
-            os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
+            integrity.check_files(self.path)  # a -wal without its database is not a new store
+            # Private (0600) from the start, built aside and linked into place: never 0 bytes.
+            integrity.create_store_file(
+                self.path,
+                [
+                    *statements(self.schema_sql()),
+                    *statements(_INDEXES),
+                    f"INSERT INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}')",
+                ],
+            )
+        # Is it ours, whole, with its own -wal? Checked read-only: a refused file stays untouched.
+        meta = integrity.inspect(self.path, quick_check=quick_check)
+        self.read_only = not (os.access(self.path, os.W_OK) and os.access(self.directory, os.W_OK))
         self._busy_ms = int(busy_timeout_s * 1000)
         self._local = threading.local()
         self._all_conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
-        self._migrate()
+        version = int(meta["schema_version"])
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"the store {self.where} has schema version {version}, newer than this package "
+                f"supports ({SCHEMA_VERSION}); upgrade memorybank-siliconfriend"
+            )
+        # Write only when something is missing, so a store the user may only read still opens.
+        if version < SCHEMA_VERSION or "store_id" not in meta:
+            self._migrate()
+        self.store_id: str = (
+            meta.get("store_id") or self._rows("SELECT value FROM meta WHERE key = 'store_id'")[0][0]
+        )
+        if not self.read_only:
+            integrity.record_id(self.path, self.store_id)
         for path in (
             self.path,
             self.path.with_name(DB_FILENAME + "-wal"),
@@ -116,13 +148,21 @@ class SQLiteStorage(SQLStorage):
         conn = getattr(self._local, "conn", None)
         if conn is None:
             try:
+                target = integrity.read_only_uri(self.path) if self.read_only else str(self.path)
                 conn = sqlite3.connect(
-                    self.path, isolation_level=None, check_same_thread=False, timeout=self._busy_ms / 1000
+                    target,
+                    uri=self.read_only,
+                    isolation_level=None,
+                    check_same_thread=False,
+                    timeout=self._busy_ms / 1000,
                 )
                 conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
-                conn.execute("PRAGMA journal_mode = WAL")
+                if not self.read_only:
+                    conn.execute("PRAGMA journal_mode = WAL")
                 conn.execute("PRAGMA synchronous = NORMAL")
                 conn.execute("PRAGMA foreign_keys = ON")
+                # Deleted content is overwritten with zeros, not left in free pages of the file.
+                conn.execute("PRAGMA secure_delete = ON")
             except sqlite3.DatabaseError as e:
                 raise StoreError(f"cannot open the memory store {str(self.path)!r}: {e}") from e
             self._local.conn = conn
@@ -135,13 +175,19 @@ class SQLiteStorage(SQLStorage):
 
     def _write(self, fn: Callable[[Cursor], T]) -> T:
         conn = self._conn()
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            result = fn(conn)
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn)
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+            # Every commit carries the meta page with the store id (see memory_bank.integrity).
+            integrity.stamp_commit(conn)
+            conn.execute("COMMIT")
+        except sqlite3.OperationalError as e:
+            raise integrity.write_error(self.path, e) from e
         return result
 
     @contextlib.contextmanager
@@ -167,11 +213,27 @@ class SQLiteStorage(SQLStorage):
             self._upgrade(c)
             for statement in statements(_INDEXES):
                 c.execute(statement)
+            c.execute(
+                "INSERT OR IGNORE INTO meta(key, value) VALUES ('store_id', ?)", (integrity.new_store_id(),)
+            )
+            c.execute("INSERT OR IGNORE INTO meta(key, value) VALUES ('commits', '0')")
 
         try:
             self._write(run)
         except sqlite3.DatabaseError as e:
             raise StoreError(f"{str(self.path)!r} is not a usable memory store: {e}") from e
+
+    def delete_user(self, user_id: int) -> int:
+        n = super().delete_user(user_id)
+        # The WAL still holds the pages as they were before: copy them into the database (where
+        # secure_delete zeroed the rows) and empty it, so no copy of the user is left in a file.
+        # Best effort, waiting at most a second: a reader in a long snapshot keeps its pages.
+        conn = self._conn()
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("PRAGMA busy_timeout = 1000")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+        return n
 
     def close(self) -> None:
         with self._conns_lock:

@@ -79,10 +79,14 @@ def test_paper_data_round_trips_without_loss(make_bank, tmp_path, lang) -> None:
 
 def test_importing_an_existing_user_needs_replace(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
     bank, _ = _roundtrip(make_bank, tmp_path, LEGACY)
+    assert import_data(bank, copy.deepcopy(LEGACY)) == {}  # the same records again: already imported
+    changed = copy.deepcopy(LEGACY)
+    changed[" Jason "]["overall_history"] = "a different history"
     with pytest.raises(ValueError, match="--replace"):
-        import_data(bank, copy.deepcopy(LEGACY))
-    import_data(bank, copy.deepcopy(LEGACY), replace=True)
+        import_data(bank, changed)
     assert export_data(bank) == LEGACY
+    import_data(bank, copy.deepcopy(changed), replace=True)
+    assert export_data(bank) == changed
 
 
 @pytest.mark.parametrize(

@@ -159,7 +159,7 @@ def test_unknown_user_and_missing_store(bank, tmp_path) -> None:  # type: ignore
     junk = tmp_path / "junk"
     junk.mkdir()
     (junk / DB_FILENAME).write_bytes(b"this is not sqlite" * 100)
-    with pytest.raises(StoreError, match=r"not a usable memory store|cannot open"):
+    with pytest.raises(StoreError, match=r"not a usable memory store|cannot open|not an SQLite database"):
         SQLiteStorage(junk)
     assert (junk / DB_FILENAME).read_bytes() == b"this is not sqlite" * 100
 

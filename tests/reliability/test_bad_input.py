@@ -128,3 +128,10 @@ def test_cli_fuzz_never_tracebacks(tmp_path_factory, capsys, monkeypatch, args) 
             pytest.fail("a MemoryBankError escaped main()")
         assert code in (0, 2)
         capsys.readouterr()
+
+
+@pytest.mark.parametrize("encoder", ["hashing-abc", "hashing-0", "hashing-100000000", "hashing--5"])
+def test_odd_hashing_encoder_names_are_one_line(tmp_path, capsys, encoder) -> None:  # type: ignore[no-untyped-def]
+    code = main(["add", "--store", str(tmp_path / "s"), "--encoder", encoder, "--user", "Ann", "--query", "hi"])
+    err = capsys.readouterr().err
+    assert code == 2 and "whole number from 1 to 4096" in err and len(err.strip().splitlines()) == 1

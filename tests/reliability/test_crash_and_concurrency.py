@@ -25,6 +25,17 @@ def test_sigkilled_writer_loses_nothing(tmp_path) -> None:  # type: ignore[no-un
     assert result["stored"] >= result["acknowledged"] > 0
 
 
+def test_sigkilled_imports_leave_every_user_whole_and_a_rerun_finishes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    out = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "stress_crash.py"), "--kills", "0", "--imports", "3", "--seed", "3"],
+        capture_output=True, text=True, timeout=400, cwd=REPO,
+    )
+    result = json.loads(out.stdout)
+    assert out.returncode == 0, result
+    assert result["import_problems"] == [] and result["reruns_to_finish"] == 3
+    assert result["replace_kills"] + result["fresh_kills"] >= 1  # at least one import really was killed
+
+
 def test_threads_add_and_search_concurrently(tmp_path) -> None:  # type: ignore[no-untyped-def]
     bank = MemoryBank.open(tmp_path / "store", encoder_instance=HashingEncoder(64))
     errors: list[BaseException] = []

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from memory_bank import InvalidInputError, Memory, MemoryKind, StoreError, UserNotFoundError
+from memory_bank.errors import MemoryNotFoundError
 from memory_bank.stores import Storage
 
 ENC = "enc-4"
@@ -324,3 +325,40 @@ def test_delete_archived_removes_only_archived_rows_and_vectors(storage: Storage
     assert len(storage.memories(other)) == 1  # Bob's archived turn is his own
     storage.delete_user(other)
     assert storage.delete_archived(other) == 0
+
+
+def test_memory_ids_are_never_reused_after_a_delete(make_bank) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank()
+    bank.add_turn("Ann", "first", "ok", at="2023-05-01T10:00")
+    last = bank.add_turn("Ann", "second", "ok", at="2023-05-01T11:00")
+    bank.delete_memory("Ann", last.memory_id)
+    newer = bank.add_turn("Ann", "third, added after the delete", "ok", at="2023-05-01T12:00")
+    assert newer.memory_id != last.memory_id and newer.turn == 2
+    with pytest.raises(MemoryNotFoundError):
+        bank.delete_memory("Ann", last.memory_id)  # a client's retry of the delete
+    assert [m.query for m in bank.history("Ann")] == ["first", "third, added after the delete"]
+
+
+def test_archived_turn_floors_name_the_day_after_the_highest_archived_turn(storage: Storage) -> None:
+    u = storage.ensure_user("Ann").id
+    other = storage.ensure_user("Bob").id
+    t = [storage.add_turn(u, turn("Ann", "2023-05-01", f"t{i}"), None, ENC) for i in range(3)]
+    later = storage.add_turn(u, turn("Ann", "2023-05-02", "later"), None, ENC)
+    bob = storage.add_turn(other, turn("Bob", "2023-05-01", "bob"), None, ENC)
+    assert storage.archived_turn_floors(u) == {}
+    storage.set_archived(u, [t[0].rowid or 0, t[1].rowid or 0, later.rowid or 0], True)
+    storage.set_archived(other, [bob.rowid or 0], True)
+    assert storage.archived_turn_floors(u) == {"2023-05-01": 2, "2023-05-02": 1}
+    storage.delete_archived(u)
+    assert storage.archived_turn_floors(u) == {}
+    assert storage.archived_turn_floors(other) == {"2023-05-01": 1}
+
+
+def test_memory_ids_are_never_reused_after_a_purge(make_bank) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank()
+    bank.add_turn("Ann", "first", "ok", at="2023-05-01T10:00")
+    last = bank.add_turn("Ann", "second", "ok", at="2023-05-01T11:00")
+    bank.archive("Ann", [last.memory_id])
+    assert bank.purge_archived("Ann") == 1
+    newer = bank.add_turn("Ann", "third, added after the purge", "ok", at="2023-05-01T12:00")
+    assert newer.memory_id != last.memory_id and newer.turn == 2

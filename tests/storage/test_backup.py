@@ -1,0 +1,90 @@
+"""``memorybank backup`` / ``restore-backup``: a consistent one-file copy, taken while the app
+writes, restored whole, on both stores (issue 15, item 2)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+from memory_bank import MemoryBank
+from memory_bank.backup import backup, restore_backup
+from memory_bank.cli import main
+from memory_bank.embeddings import HashingEncoder
+from memory_bank.original_format import export_data
+from memory_bank.stores.sqlite import DB_FILENAME
+
+
+def test_backup_while_the_app_writes_is_consistent_and_restores_whole(make_bank, stores, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank()
+    for u in ("a", "b"):
+        bank.add_turn(u, "start", "ok", at="2023-05-01T09:00")
+    stop = threading.Event()
+
+    def writer() -> None:  # a and b grow in lockstep: a consistent copy has b == a or a - 1
+        i = 0
+        while not stop.is_set():
+            bank.add_turn("a", f"a {i}", "ok", at="2023-05-01T10:00")
+            bank.add_turn("b", f"b {i}", "ok", at="2023-05-01T10:00")
+            i += 1
+
+    t = threading.Thread(target=writer)
+    t.start()
+    try:
+        counts = backup(stores.spec, tmp_path / "b.mbk")
+    finally:
+        stop.set()
+        t.join()
+    assert not (tmp_path / "b.mbk-wal").exists()  # one self-contained file
+    restored = tmp_path / "restored"
+    assert restore_backup(tmp_path / "b.mbk", restored) == counts
+    copy = MemoryBank.open(restored, encoder_instance=HashingEncoder(64))
+    na, nb = len(copy.history("a")), len(copy.history("b"))
+    assert nb in (na, na - 1) and counts["memories"]["turn"] == na + nb
+    assert copy.search("a", "start", k=1)[0].memory.query == "start"  # vectors came along
+    copy.close()
+
+
+def test_restore_refuses_to_overwrite_a_store(make_bank, stores, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank()
+    bank.add_turn("Ann", "keep me", "ok")
+    assert main(["backup", "--store", stores.spec, "--out", str(tmp_path / "b.mbk")]) == 0
+    assert main(["backup", "--store", stores.spec, "--out", str(tmp_path / "b.mbk")]) == 2  # never overwrites
+    assert "already exists" in capsys.readouterr().err
+    bank.add_turn("Ann", "newer than the backup", "ok")
+    assert main(["restore-backup", str(tmp_path / "b.mbk"), "--store", stores.spec]) == 2
+    assert "already holds a memory store" in capsys.readouterr().err
+    assert len(bank.history("Ann")) == 2
+
+
+def test_restore_into_postgres_and_back(pg_url, pg_schema, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bank = MemoryBank.open(tmp_path / "s", encoder_instance=HashingEncoder(64))
+    bank.add_turn("Ann", "I grow tomatoes", "nice", at="2023-05-01T10:00")
+    bank.set_layer("Ann", __import__("memory_bank").MemoryKind.GLOBAL_PORTRAIT, "A gardener.")
+    expected = export_data(bank)
+    bank.close()
+    backup(tmp_path / "s", tmp_path / "b.mbk")
+    url = f"{pg_url}?schema={pg_schema}"
+    restore_backup(tmp_path / "b.mbk", url)
+    backup(url, tmp_path / "pg.mbk")  # PostgreSQL's backup is the same one-file format
+    restore_backup(tmp_path / "pg.mbk", tmp_path / "back")
+    again = MemoryBank.open(tmp_path / "back", encoder_instance=HashingEncoder(64))
+    assert export_data(again) == expected
+    again.close()
+
+
+def test_a_damaged_backup_is_refused(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    bank = MemoryBank.open(tmp_path / "s", encoder_instance=HashingEncoder(64))
+    bank.add_turn("Ann", "hello", "ok")
+    bank.close()
+    backup(tmp_path / "s", tmp_path / "b.mbk")
+    with sqlite3.connect(tmp_path / "b.mbk") as conn:
+        conn.execute("UPDATE memories SET kind = 'garbage'")
+    conn.close()
+    assert main(["restore-backup", str(tmp_path / "b.mbk"), "--store", str(tmp_path / "r")]) == 2
+    assert "damaged" in capsys.readouterr().err
+    assert not (tmp_path / "r" / DB_FILENAME).exists()
+    (tmp_path / "empty.mbk").write_bytes(b"")
+    with pytest.raises(Exception, match="0 bytes"):
+        restore_backup(tmp_path / "empty.mbk", tmp_path / "r2")

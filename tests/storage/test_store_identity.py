@@ -1,0 +1,225 @@
+"""A store file that is not ours, not whole, or beside a foreign -wal is refused and left
+untouched; deleting a user leaves no copy in the store's files (issue 15, items 1, 2, 7, 13)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from memory_bank import MemoryBank
+from memory_bank.cli import main
+from memory_bank.embeddings import HashingEncoder
+from memory_bank.errors import StoreError
+from memory_bank.stores.sqlite import DB_FILENAME, SQLiteStorage
+from tests.conftest import REPO
+
+
+def _files(store: Path) -> dict[str, bytes]:
+    """The store's files, byte for byte (an empty -wal or the -shm index that a reading SQLite
+    connection creates beside a WAL database are not changes of content)."""
+    return {
+        p.name: p.read_bytes()
+        for p in sorted(store.iterdir())
+        if p.is_file() and not p.name.endswith("-shm") and not (p.name.endswith("-wal") and not p.stat().st_size)
+    }
+
+
+def _cli_refuses(store: Path, capsys, *match: str) -> None:  # type: ignore[no-untyped-def]
+    before = _files(store)
+    for command in (["stats"], ["add", "--user", "Ann", "--query", "hello"]):
+        code = main([*command, "--store", str(store), "--encoder", "hashing-64"])
+        err = capsys.readouterr().err
+        assert code == 2, err
+        assert len(err.strip().splitlines()) == 1 and all(m in err for m in match), err
+    assert _files(store) == before  # byte for byte, nothing added
+
+
+def test_a_zero_byte_store_file_is_refused_not_initialised(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "s"
+    store.mkdir()
+    (store / DB_FILENAME).write_bytes(b"")
+    _cli_refuses(store, capsys, "is empty (0 bytes)")
+
+
+def test_a_foreign_database_is_refused_and_left_alone(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "s"
+    store.mkdir()
+    conn = sqlite3.connect(store / DB_FILENAME)
+    conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, total REAL)")
+    conn.execute("INSERT INTO invoices(total) VALUES (9.5)")
+    conn.commit()
+    conn.close()
+    _cli_refuses(store, capsys, "not a MemoryBank store")
+    empty = tmp_path / "e"  # an SQLite file with no tables at all is not a store either
+    empty.mkdir()
+    sqlite3.connect(empty / DB_FILENAME).execute("PRAGMA user_version = 1").connection.close()
+    _cli_refuses(empty, capsys, "not a MemoryBank store")
+
+
+def test_a_garbage_schema_version_is_one_line(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "s"
+    SQLiteStorage(store).close()
+    with sqlite3.connect(store / DB_FILENAME) as conn:
+        conn.execute("UPDATE meta SET value = 'banana' WHERE key = 'schema_version'")
+    conn.close()
+    _cli_refuses(store, capsys, "damaged schema version 'banana'")
+
+
+def test_only_a_directory_without_a_store_file_is_initialised(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "s"
+    s = SQLiteStorage(store)
+    assert s.store_id and (store / f"{DB_FILENAME}-id").read_text().strip() == s.store_id
+    s.close()
+    assert [p.name for p in store.iterdir() if p.name.startswith(".")] == []  # no temporary left
+    lone = tmp_path / "lone"  # a -wal without its database: the database was lost
+    lone.mkdir()
+    shutil.copy(_wal_of_open_store(tmp_path / "w"), lone / f"{DB_FILENAME}-wal")
+    with pytest.raises(StoreError, match="without its database"):
+        SQLiteStorage(lone)
+    assert not (lone / DB_FILENAME).exists()
+
+
+def _wal_of_open_store(store: Path) -> Path:
+    """A store with turns still in its -wal (a writer that has not checkpointed); a copy of it."""
+    bank = MemoryBank.open(store, encoder_instance=HashingEncoder(16))
+    conn = bank.storage._conn()  # type: ignore[attr-defined]
+    conn.execute("PRAGMA wal_autocheckpoint = 0")
+    for i in range(20):
+        bank.add_turn("Wal", f"turn {i} kept only in the wal", "ok", at="2023-05-01T10:00")
+    copy = store.parent / f"{store.name}-wal-copy"
+    shutil.copy(store / f"{DB_FILENAME}-wal", copy)
+    bank.close()
+    return copy
+
+
+def test_a_wal_of_another_store_beside_the_database_is_refused(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    foreign_wal = _wal_of_open_store(tmp_path / "other")
+    store = tmp_path / "s"
+    bank = MemoryBank.open(store, encoder_instance=HashingEncoder(16))
+    bank.add_turn("Ann", "my own memory", "ok")
+    bank.close()
+    shutil.copy(foreign_wal, store / f"{DB_FILENAME}-wal")  # a backup restored without care
+    before = _files(store)
+    with pytest.raises(StoreError, match="does not belong to this database"):
+        SQLiteStorage(store)
+    assert _files(store) == before  # the refused files are untouched: nothing checkpointed
+
+
+def test_damage_inside_the_file_is_detected_before_any_write(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "s"
+    bank = MemoryBank.open(store, encoder_instance=HashingEncoder(16))
+    for i in range(400):
+        bank.add_turn("Ann", f"memory number {i} " + "padding " * 40, "ok", at="2023-05-01T10:00")
+    bank.close()
+    db = store / DB_FILENAME
+    raw = bytearray(db.read_bytes())
+    page = int.from_bytes(raw[16:18], "big")
+    for p in range(3, len(raw) // page):  # scribble over the b-tree page headers of the data
+        raw[p * page : p * page + 12] = b"\xff" * 12
+    db.write_bytes(bytes(raw))
+    _cli_refuses(store, capsys, "is damaged")
+
+
+def test_check_reports_a_healthy_store_and_damage(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "s"
+    bank = MemoryBank.open(store, encoder_instance=HashingEncoder(16))
+    bank.add_turn("Ann", "hello", "ok")
+    bank.close()
+    assert main(["check", "--store", str(store)]) == 0
+    assert "ok" in capsys.readouterr().out
+    with sqlite3.connect(store / DB_FILENAME) as conn:
+        conn.execute("UPDATE memories SET extra = '{not json', kind = 'nonsense'")
+    conn.close()
+    assert main(["check", "--store", str(store)]) == 2
+    out = capsys.readouterr()
+    assert "memory row" in out.out and "kind 'nonsense'" in out.out
+    assert out.err.count("\n") == 1
+    # and reading the damaged row is one line too, not a traceback
+    assert main(["export", "--store", str(store)]) == 2
+    assert "damaged" in capsys.readouterr().err
+
+
+def test_deleting_a_user_leaves_no_copy_in_any_store_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "s"
+    bank = MemoryBank.open(store, encoder_instance=HashingEncoder(16))
+    secret = "my secret diary entry zq7x"
+    for i in range(30):
+        bank.add_turn("Ann", f"{secret} {i}", "ok", at="2023-05-01T10:00")
+        bank.add_turn("Bob", f"bob's turn {i}", "ok", at="2023-05-01T10:00")
+    other = MemoryBank.open(store, encoder_instance=HashingEncoder(16))  # the server keeps running
+    assert other.search("Ann", "diary", k=1)
+    bank.delete_user("Ann")
+    for p in store.iterdir():
+        assert b"zq7x" not in p.read_bytes(), p.name
+        assert b"Ann" not in p.read_bytes() or p.name.endswith("-shm"), p.name
+    assert len(other.history("Bob")) == 30
+    other.close()
+    bank.close()
+
+
+_READ_ONLY = """
+import json, os, sys, tempfile
+from memory_bank.cli import main
+COMMANDS = (("stats", []), ("search", ["--user", "Ann", "kites"]), ("export", ["--user", "Ann"]),
+            ("add", ["--user", "Ann", "--query", "x"]))
+def run(store):
+    return [main([c, "--store", store, "--encoder", "hashing-64", *a]) for c, a in COMMANDS]
+warm = tempfile.mkdtemp()
+main(["add", "--store", warm, "--encoder", "hashing-64", "--user", "Ann", "--query", "kites"])
+run(warm)  # loads every module the commands use while the files are readable
+if os.geteuid() == 0:
+    os.setuid(65534)  # root may write anywhere: become nobody
+print(json.dumps(run(sys.argv[1])))
+"""
+
+
+def test_a_read_only_store_serves_stats_search_and_export(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    tmp_path = Path(tempfile.mkdtemp())  # under /tmp, reachable by an unprivileged user
+    os.chmod(tmp_path, 0o755)
+    store = tmp_path / "s"
+    bank = MemoryBank.open(store, encoder="hashing-64")
+    bank.add_turn("Ann", "I fly kites on Sundays", "fun")
+    bank.close()
+    for p in [tmp_path, store, *store.iterdir()]:
+        os.chmod(p, 0o555 if p.is_dir() else 0o444)
+    try:
+        out = subprocess.run([sys.executable, "-c", _READ_ONLY, str(store)], capture_output=True, text=True,
+                             cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=120)
+    finally:
+        for p in [tmp_path, store, *store.iterdir()]:
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+    shutil.rmtree(tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[0, 0, 0, 2]"
+    assert "kites" in out.stdout and "read-only" in out.stderr
+
+
+def test_a_full_disk_during_add_is_one_line_and_loses_nothing(tmp_path, capsys, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "s"
+    bank = MemoryBank.open(store, encoder_instance=HashingEncoder(16))
+    bank.add_turn("Ann", "stored before the disk filled up", "ok")
+    bank.close()
+    real_connect = sqlite3.connect
+
+    def small_disk(*args, **kwargs):  # type: ignore[no-untyped-def]
+        conn = real_connect(*args, **kwargs)
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages}")  # the file may not grow: SQLITE_FULL
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", small_disk)
+    code = main(["add", "--store", str(store), "--encoder", "hashing-64", "--user", "Ann",
+                 "--query", "x" * 200_000])
+    err = capsys.readouterr().err
+    assert code == 2 and "is full; nothing of this change was written" in err and len(err.strip().splitlines()) == 1
+    monkeypatch.undo()
+    again = MemoryBank.open(store, encoder_instance=HashingEncoder(16))
+    assert [m.query for m in again.history("Ann")] == ["stored before the disk filled up"]
+    again.close()
