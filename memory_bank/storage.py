@@ -32,7 +32,7 @@ from memory_bank.records import Memory, MemoryKind, index_text
 
 logger = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 DB_FILENAME = "memorybank.sqlite3"
 
 
@@ -67,6 +67,8 @@ class ForgetColumns:
     rowids: np.ndarray
     anchors: np.ndarray
     strengths: np.ndarray
+    #: Each memory's content weight (see :mod:`memory_bank.salience`), when asked for.
+    weights: np.ndarray | None = None
 
 
 class Storage(abc.ABC):
@@ -122,8 +124,17 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     def vectors(
-        self, user_id: int, encoder: str, kinds: Iterable[MemoryKind], after_rowid: int = 0
-    ) -> VectorBatch: ...
+        self,
+        user_id: int,
+        encoder: str,
+        kinds: Iterable[MemoryKind],
+        after_rowid: int = 0,
+        *,
+        archived: bool = False,
+    ) -> VectorBatch:
+        """Stored vectors of the user's live memories (``archived=True``: of the forgotten
+        ones, the cold tier), in rowid order, after ``after_rowid``."""
+
     @abc.abstractmethod
     def missing_vectors(self, encoder: str, kinds: Iterable[MemoryKind]) -> list[tuple[int, str]]: ...
     @abc.abstractmethod
@@ -153,9 +164,12 @@ class Storage(abc.ABC):
                 out[m.rowid or 0] = (m.memory_id, m.kind, m.date)
         return out
 
-    def forget_columns(self, user_id: int, kinds: Iterable[MemoryKind]) -> ForgetColumns:
-        """Rowids, recall anchors and strengths of the user's unarchived memories of ``kinds``,
-        in the order of :meth:`memories`. A store may override this with a faster query."""
+    def forget_columns(
+        self, user_id: int, kinds: Iterable[MemoryKind], *, weights: bool = False
+    ) -> ForgetColumns:
+        """Rowids, recall anchors and strengths (and with ``weights``, content weights) of the
+        user's unarchived memories of ``kinds``, in the order of :meth:`memories`. A store may
+        override this with a faster query."""
         from memory_bank.forgetting import day_number
 
         mems = self.memories(user_id, kinds=kinds, include_archived=False)
@@ -163,6 +177,7 @@ class Storage(abc.ABC):
             np.fromiter((m.rowid or 0 for m in mems), dtype=np.int64, count=len(mems)),
             np.fromiter((day_number(m.recall_anchor) for m in mems), dtype=np.int64, count=len(mems)),
             np.fromiter((m.strength for m in mems), dtype=np.float64, count=len(mems)),
+            np.fromiter((m.weight for m in mems), dtype=np.float64, count=len(mems)) if weights else None,
         )
 
 
@@ -195,6 +210,7 @@ CREATE TABLE IF NOT EXISTS memories (
     extra TEXT NOT NULL DEFAULT '{}',
     context TEXT,
     forget_key INTEGER GENERATED ALWAYS AS (__FORGET_KEY__) VIRTUAL,
+    weight REAL NOT NULL DEFAULT 1,
     UNIQUE (user_id, memory_id)
 );
 CREATE INDEX IF NOT EXISTS memories_by_user ON memories (user_id, kind, date, turn);
@@ -226,6 +242,7 @@ _INDEXES = """
 CREATE INDEX IF NOT EXISTS memories_forget_key ON memories (
     user_id, archived, date, (CASE kind WHEN 'turn' THEN 0 ELSE 1 END), turn, id, kind, forget_key
 );
+CREATE INDEX IF NOT EXISTS memories_weighted ON memories (user_id, archived, kind, id, weight) WHERE weight <> 1;
 """
 
 # Migrations from version N to N+1, applied in order inside one transaction.
@@ -233,6 +250,9 @@ _MIGRATIONS: dict[int, str] = {
     # 1 -> 2: the forgetting key (a virtual column: computed by SQLite, kept in its index).
     1: f"ALTER TABLE memories ADD COLUMN forget_key INTEGER GENERATED ALWAYS AS ({_FORGET_KEY}) VIRTUAL;\n"
     "DROP INDEX IF EXISTS memories_forget;",
+    # 2 -> 3: each memory's content weight, set when it is written (memory_bank.salience); the
+    # memories stored before keep the neutral weight 1.
+    2: "ALTER TABLE memories ADD COLUMN weight REAL NOT NULL DEFAULT 1;",
 }
 
 
@@ -255,7 +275,7 @@ def same_content(m: Memory, row: Sequence[Any]) -> bool:
 
 _COLUMNS = (
     "id, memory_id, kind, date, turn, query, response, text, timestamp, strength, "
-    "last_recall_date, archived, stale, extra, context"
+    "last_recall_date, archived, stale, extra, context, weight"
 )
 
 
@@ -458,11 +478,12 @@ class SQLiteStorage(Storage):
             int(m.stale),
             json.dumps(m.extra, ensure_ascii=False),
             m.context,
+            float(m.weight),
         )
 
     _INSERT = (
         "INSERT INTO memories(user_id, memory_id, kind, date, turn, query, response, text, timestamp, strength, "
-        "last_recall_date, archived, stale, extra, context) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+        "last_recall_date, archived, stale, extra, context, weight) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
     )
 
     @staticmethod
@@ -555,7 +576,7 @@ class SQLiteStorage(Storage):
                 memory.rowid = int(row[0])
                 c.execute(
                     "UPDATE memories SET kind=?, date=?, turn=?, query=?, response=?, text=?, timestamp=?, "
-                    "archived=?, stale=?, extra=?, context=? WHERE id = ?",
+                    "archived=?, stale=?, extra=?, context=?, weight=? WHERE id = ?",
                     (
                         memory.kind.value,
                         memory.date,
@@ -568,6 +589,7 @@ class SQLiteStorage(Storage):
                         int(memory.stale),
                         json.dumps(memory.extra, ensure_ascii=False),
                         memory.context,
+                        float(memory.weight),
                         memory.rowid,
                     ),
                 )
@@ -597,6 +619,7 @@ class SQLiteStorage(Storage):
             stale=bool(row[12]),
             extra=json.loads(row[13]),
             context=row[14],
+            weight=float(row[15]),
         )
 
     def memories(
@@ -641,7 +664,13 @@ class SQLiteStorage(Storage):
         return self._memory(name[0], row) if row and name else None
 
     def vectors(
-        self, user_id: int, encoder: str, kinds: Iterable[MemoryKind], after_rowid: int = 0
+        self,
+        user_id: int,
+        encoder: str,
+        kinds: Iterable[MemoryKind],
+        after_rowid: int = 0,
+        *,
+        archived: bool = False,
     ) -> VectorBatch:
         ks = [k.value for k in kinds]
         rows = (
@@ -652,9 +681,9 @@ class SQLiteStorage(Storage):
                 "SELECT m.id, e.vector, m.text, m.kind, m.date, m.turn, m.context "
                 "FROM memories m INDEXED BY memories_by_user_id "
                 "JOIN embeddings e ON e.memory_rowid = m.id "
-                f"WHERE m.user_id = ? AND m.archived = 0 AND m.id > ? AND e.encoder = ? AND m.kind IN ({','.join('?' * len(ks))}) "
+                f"WHERE m.user_id = ? AND m.archived = ? AND m.id > ? AND e.encoder = ? AND m.kind IN ({','.join('?' * len(ks))}) "
                 "ORDER BY m.id",
-                (user_id, after_rowid, encoder, *ks),
+                (user_id, int(archived), after_rowid, encoder, *ks),
             )
             .fetchall()
         )
@@ -768,7 +797,9 @@ class SQLiteStorage(Storage):
         )
         return {int(r[0]): (r[1], MemoryKind(r[2]), r[3]) for r in rows}
 
-    def forget_columns(self, user_id: int, kinds: Iterable[MemoryKind]) -> ForgetColumns:
+    def forget_columns(
+        self, user_id: int, kinds: Iterable[MemoryKind], *, weights: bool = False
+    ) -> ForgetColumns:
         """One scan of the ``memories_forget_key`` index, whose order is the order of
         :meth:`memories` (so nothing is sorted): each row's rowid and forgetting key (anchor day
         and strength, see ``_FORGET_KEY``, kept in the index) travel as one integer, concatenated
@@ -788,14 +819,28 @@ class SQLiteStorage(Storage):
             return ForgetColumns(empty, empty.copy(), np.zeros(0, dtype=np.float64))
         biggest = conn.execute("SELECT max(id) FROM memories").fetchone()[0]
         if packed_text is None or int(biggest) >= 1 << 32:  # rowids must fit in 32 bits
-            return super().forget_columns(user_id, kinds)
+            return super().forget_columns(user_id, kinds, weights=weights)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             packed = np.fromstring(packed_text, dtype=np.int64, sep=",")
         if len(packed) != n:  # group_concat skips the rows whose key is NULL
-            return super().forget_columns(user_id, kinds)
+            return super().forget_columns(user_id, kinds, weights=weights)
         keys = packed & ((1 << 31) - 1)
-        return ForgetColumns(packed >> 31, keys >> 13, (keys & 8191).astype(np.float64))
+        rowids = packed >> 31
+        out = ForgetColumns(rowids, keys >> 13, (keys & 8191).astype(np.float64))
+        if weights:  # most memories weigh 1; the others are few and kept in a partial index
+            out.weights = np.ones(len(rowids))
+            rows = conn.execute(
+                "SELECT id, weight FROM memories INDEXED BY memories_weighted "
+                f"WHERE user_id = ? AND archived = 0 AND kind IN ({','.join('?' * len(ks))}) AND weight <> 1",
+                (user_id, *ks),
+            ).fetchall()
+            if rows:
+                ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+                order = np.argsort(rowids)
+                at = order[np.searchsorted(rowids, ids, sorter=order)]
+                out.weights[at] = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+        return out
 
     def counts(self) -> dict[str, Any]:
         conn = self._conn()

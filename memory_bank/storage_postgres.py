@@ -88,6 +88,7 @@ CREATE TABLE IF NOT EXISTS memories (
     stale BOOLEAN NOT NULL DEFAULT FALSE,
     extra TEXT NOT NULL DEFAULT '{}',
     context TEXT,
+    weight DOUBLE PRECISION NOT NULL DEFAULT 1,
     UNIQUE (user_id, memory_id)
 );
 CREATE INDEX IF NOT EXISTS memories_by_user ON memories (user_id, kind, date, turn);
@@ -107,13 +108,14 @@ CREATE TABLE IF NOT EXISTS embeddings (
 # migrate once.
 _MIGRATIONS: dict[int, str] = {
     1: "",  # 1 -> 2 added SQLite's forgetting key (an index the PostgreSQL store does not use)
+    2: "ALTER TABLE memories ADD COLUMN IF NOT EXISTS weight DOUBLE PRECISION NOT NULL DEFAULT 1",
 }
 
 _SCHEMA_LOCK = 0x4D42_5343  # pg_advisory_xact_lock key: "MBSC"
 
 _COLUMNS = (
     "id, memory_id, kind, date, turn, query, response, text, timestamp, strength, "
-    "last_recall_date, archived, stale, extra, context"
+    "last_recall_date, archived, stale, extra, context, weight"
 )
 _M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in _COLUMNS.split(","))
 _USER_COLS = "id, name, extra, last_forget_date, version, epoch"
@@ -147,6 +149,7 @@ def _memory(user: str, row: Sequence[Any]) -> Memory:
         stale=bool(row[12]),
         extra=json.loads(row[13]),
         context=row[14],
+        weight=float(row[15]),
     )
 
 
@@ -350,12 +353,13 @@ class PostgresStorage(Storage):
             bool(m.stale),
             json.dumps(m.extra, ensure_ascii=False),
             m.context,
+            float(m.weight),
         )
 
     _INSERT = (
         "INSERT INTO memories(user_id, memory_id, kind, date, turn, query, response, text, timestamp, "
-        "strength, last_recall_date, archived, stale, extra, context) "
-        "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id"
+        "strength, last_recall_date, archived, stale, extra, context, weight) "
+        "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) RETURNING id"
     )
 
     @staticmethod
@@ -435,9 +439,10 @@ class PostgresStorage(Storage):
             cols = list(zip(*(self._row(m, user_id)[1:] for m in memories), strict=True))
             rows = c.execute(
                 "INSERT INTO memories(user_id, memory_id, kind, date, turn, query, response, text, timestamp, "
-                "strength, last_recall_date, archived, stale, extra, context) "
+                "strength, last_recall_date, archived, stale, extra, context, weight) "
                 "SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[], %s::text[], %s::text[], "
-                "%s::text[], %s::text[], %s::int[], %s::text[], %s::bool[], %s::bool[], %s::text[], %s::text[]) "
+                "%s::text[], %s::text[], %s::int[], %s::text[], %s::bool[], %s::bool[], %s::text[], %s::text[], "
+                "%s::float8[]) "
                 "ON CONFLICT (user_id, memory_id) DO NOTHING RETURNING id, memory_id",
                 (user_id, *(list(col) for col in cols)),
             ).fetchall()
@@ -504,7 +509,7 @@ class PostgresStorage(Storage):
                 rowid, strength, recalled = int(row[0]), int(row[1]), row[2]
                 c.execute(
                     "UPDATE memories SET kind=%s, date=%s, turn=%s, query=%s, response=%s, text=%s, "
-                    "timestamp=%s, archived=%s, stale=%s, extra=%s, context=%s WHERE id = %s",
+                    "timestamp=%s, archived=%s, stale=%s, extra=%s, context=%s, weight=%s WHERE id = %s",
                     (
                         memory.kind.value,
                         memory.date,
@@ -517,6 +522,7 @@ class PostgresStorage(Storage):
                         bool(memory.stale),
                         json.dumps(memory.extra, ensure_ascii=False),
                         memory.context,
+                        float(memory.weight),
                         rowid,
                     ),
                 )
@@ -560,14 +566,20 @@ class PostgresStorage(Storage):
         return _memory(rows[0][0], rows[0][1:]) if rows else None
 
     def vectors(
-        self, user_id: int, encoder: str, kinds: Iterable[MemoryKind], after_rowid: int = 0
+        self,
+        user_id: int,
+        encoder: str,
+        kinds: Iterable[MemoryKind],
+        after_rowid: int = 0,
+        *,
+        archived: bool = False,
     ) -> VectorBatch:
         rows = self._rows(
             "SELECT m.id, e.vector, m.text, m.kind, m.date, m.turn, m.context FROM memories m "
             "JOIN embeddings e ON e.memory_rowid = m.id "
-            "WHERE m.user_id = %s AND NOT m.archived AND m.id > %s AND e.encoder = %s "
+            "WHERE m.user_id = %s AND m.archived = %s AND m.id > %s AND e.encoder = %s "
             "AND m.kind = ANY(%s::text[]) ORDER BY m.id",
-            (user_id, int(after_rowid), encoder, [k.value for k in kinds]),
+            (user_id, bool(archived), int(after_rowid), encoder, [k.value for k in kinds]),
             binary=True,
         )
         if not rows:
