@@ -175,9 +175,11 @@ def prewarm(encoder: Any, hays: Sequence[Any]) -> None:
         texts += [index_text(m.text, m.context) for m in h.memories]
         texts += [m.text for m in h.memories]
         texts += [p.question for p in h.probes]
+    save = getattr(encoder, "save", None)  # a CachingEncoder keeps what it computed
     for start in range(0, len(texts), 2048):
         encoder.encode(texts[start : start + 2048])
-        encoder.save()
+        if save:
+            save()
 
 
 def run_point(ds: DataSet, point: Point, encoder: Any) -> dict[str, Any]:
@@ -248,7 +250,6 @@ def sweep(
             )
             report.write_json(out, results)
             write_report(out, results)
-        enc.save()
     return results
 
 
