@@ -63,12 +63,14 @@ def _points() -> list[Point]:
         pts.append(Point(f"threshold-{tau}", "calendar (threshold 0.05)", _threshold(tau)))
     for tau in (15, 30, 60):
         pts.append(Point(f"weighted-{tau}", "+ content weights", _threshold(tau, content_weights=True)))
-    for tau in (7, 15, 30):
+    # The cold tier, consulted when the best live score is below ``cold_below`` ("always": on
+    # every search, the most it can recover).
+    for tau, below in ((7, 1.0), (7, 1.3), (7, 1.6), (7, None), (15, 1.3)):
         pts.append(
             Point(
-                f"cold-{tau}",
-                "+ content weights + cold tier",
-                _threshold(tau, content_weights=True, cold_tier=True),
+                f"cold-{tau}-{below or 'always'}",
+                f"+ content weights + cold tier (below {below or 'always'})",
+                _threshold(tau, content_weights=True, cold_tier=True, cold_below=below or 1e9),
             )
         )
     return pts

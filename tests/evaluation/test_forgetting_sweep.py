@@ -31,15 +31,15 @@ def test_sweep_rows_compare_settings_with_off(locomo_file, tmp_path) -> None:  #
     ds = fs.DataSet("mini", "en", [haystack(c) for c in load_locomo(locomo_file)])
     enc = HashingEncoder(256)
     out = tmp_path / "sweep.json"
-    points = fs.pick_points("paper,threshold-90,cold-7")
-    assert [p.name for p in points] == ["off", "paper", "threshold-90", "cold-7"]
+    points = fs.pick_points("paper,threshold-90,cold-7-always")
+    assert [p.name for p in points] == ["off", "paper", "threshold-90", "cold-7-always"]
     res = fs.sweep([ds], points, lambda _: enc, out, run={"command": "test"})
     rows = {r["point"]: r for r in res["sets"]["mini"]["rows"]}
     assert rows["off"]["share_forgotten"] == 0 and rows["off"]["live_memories"] == 10
     assert rows["paper"]["forgotten"] > 0  # tau 1 day over four months
     assert rows["paper"]["live_memories"] == 10 - rows["paper"]["forgotten"]
     assert rows["threshold-90"]["forgotten"] == 0
-    assert rows["cold-7"]["cold_consulted"] > 0
+    assert rows["cold-7-always"]["cold_consulted"] > 0
     assert json.loads(out.read_text())["sets"]["mini"]["rows"][0]["point"] == "off"
     md = out.with_suffix(".md").read_text()
     assert "## mini" in md and "threshold-90" in md
