@@ -104,7 +104,7 @@ def test_stochastic_passes_with_weights_are_reproducible(make_bank, tmp_path) ->
     assert small > len(runs[0]) - small  # small talk goes first
 
 
-def test_cold_tier_finds_forgotten_memories_and_a_recall_brings_them_back(make_bank) -> None:  # type: ignore[no-untyped-def]
+def test_cold_tier_finds_forgotten_memories_and_a_recall_brings_them_back(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
     cfg = {**CALENDAR, "cold_tier": True, "cold_below": 10.0}  # consult whenever the best live score < 10
     bank = make_bank(forgetting=cfg)
     bank.add_turn("Ann", "My cat is called Miso.", "Sweet name.", at="2023-05-01T09:00")
@@ -117,7 +117,7 @@ def test_cold_tier_finds_forgotten_memories_and_a_recall_brings_them_back(make_b
     back = {m.memory_id: m for m in bank.history("Ann")}
     assert "Ann_2023-05-01_0" in back and back["Ann_2023-05-01_0"].strength == 2
 
-    off = make_bank("plain", forgetting=CALENDAR)
+    off = make_bank(tmp_path / "plain", forgetting=CALENDAR)
     off.add_turn("Ann", "My cat is called Miso.", "Sweet name.", at="2023-05-01T09:00")
     off.add_turn("Ann", "I started the cello in June.", "Great.", at="2023-06-20T09:00")
     off.forget("Ann", now="2023-06-21")
@@ -134,7 +134,7 @@ def test_cold_tier_is_skipped_when_the_live_tier_matches_well(make_bank) -> None
     assert ids == ["Ann_2023-06-20_0"] and bank.cold.consulted == 0
 
 
-def test_explain_says_why_a_memory_fades(make_bank) -> None:  # type: ignore[no-untyped-def]
+def test_explain_says_why_a_memory_fades(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
     bank = make_bank(forgetting={**CALENDAR, "content_weights": True})
     bank.add_turn("Ann", "My sister Jo is moving to Lisbon for a design job.", "Exciting!", at="2023-05-01T09:00")
     bank.reinforce("Ann", ["Ann_2023-05-01_0"], now="2023-05-11")
@@ -144,7 +144,7 @@ def test_explain_says_why_a_memory_fades(make_bank) -> None:  # type: ignore[no-
     assert e["retention"] == pytest.approx(math.exp(-10 / 40))
     assert e["forgets_on"] == "2023-09-08"  # 40 * ln 20 = 119.8 -> day 120 after the recall
     assert e["archived"] is False
-    off = make_bank("off")
+    off = make_bank(tmp_path / "off")
     off.add_turn("Ann", "Hi!", "Hello!", at="2023-05-01T09:00")
     e = off.explain("Ann", "Ann_2023-05-01_0", now="2024-05-01")
     assert e["forgets_on"] is None and e["retention"] == 1.0
