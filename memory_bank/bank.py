@@ -21,13 +21,15 @@ from typing import Any
 import numpy as np
 
 import memory_bank.forgetting as forgetting
+from memory_bank import salience
+from memory_bank.cold import ColdTier
 from memory_bank.config import MemoryBankConfig, load_config
 from memory_bank.embeddings import Encoder, get_encoder
 from memory_bank.errors import InvalidInputError, MemoryNotFoundError, UserNotFoundError
 from memory_bank.index import PartitionCache
 from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind, SearchResult, index_text, turn_text
 from memory_bank.retrieval import rank
-from memory_bank.stores import Storage, UserRecord, VectorBatch
+from memory_bank.stores import ForgetColumns, Storage, UserRecord, VectorBatch
 from memory_bank.text import MAX_TEXT as MAX_TEXT  # re-exported: the limit of one message
 from memory_bank.text import check_text as _check_text
 from memory_bank.text import parse_day, parse_time, validate_user
@@ -114,6 +116,13 @@ class MemoryBank:
             max_users=self.config.max_cached_users,
         )
         self._forget_lock = threading.Lock()
+        #: Forgotten memories, consulted when the live ones match poorly (``forgetting.cold_tier``).
+        self.cold = ColdTier(
+            self.storage,
+            lambda: self.encoder_name,
+            lambda: self.encoder.dim,
+            self.config.max_cached_users,
+        )
 
     @classmethod
     def open(
@@ -238,6 +247,7 @@ class MemoryBank:
             context=context,
             extra=dict(extra or {}),
             turn=floor or None,
+            weight=salience.content_weight(query),
         )
         memory = self.storage.add_turn(rec.id, memory, vector, self.encoder_name)
         # The day's summaries no longer cover every turn of it.
@@ -259,6 +269,8 @@ class MemoryBank:
             chunk = list(memories[start : start + batch_size])
             for m in chunk:
                 m.user = rec.name
+                if m.kind is MemoryKind.TURN and m.weight == 1.0:
+                    m.weight = salience.content_weight(m.query if m.query is not None else m.text)
             retrievable = [m for m in chunk if m.kind in RETRIEVABLE_KINDS]
             others = [m for m in chunk if m.kind not in RETRIEVABLE_KINDS]
             if retrievable:
@@ -466,9 +478,17 @@ class MemoryBank:
             if m is None or m.archived:  # deleted or forgotten by another process meanwhile
                 continue
             found.append((m, score))
+        f = self.config.forgetting
+        if f.cold_tier and (not found or found[0][1] < f.cold_below):
+            found = self._with_cold(rec, found, query, qvec, k, today, allowed)
         retention = self._retention([m for m, _ in found], today)
         results = [SearchResult(m, score, r) for (m, score), r in zip(found, retention, strict=True)]
         if reinforce and results:
+            cold = [r.memory for r in results if r.memory.archived]
+            if cold:  # recalled from the cold tier: it comes back to the live one
+                self.storage.set_archived(rec.id, [m.rowid or 0 for m in cold], False)
+                for m in cold:
+                    m.archived = False
             self.reinforce(
                 rec.name,
                 [r.memory.memory_id for r in results],
@@ -476,6 +496,26 @@ class MemoryBank:
                 _memories=[r.memory for r in results],
             )
         return results
+
+    def _with_cold(
+        self,
+        rec: UserRecord,
+        found: list[tuple[Memory, float]],
+        query: str,
+        qvec: np.ndarray,
+        k: int,
+        today: dt.date,
+        allowed: frozenset[str] | None,
+    ) -> list[tuple[Memory, float]]:
+        """``found`` merged with the best archived memories, by score (see :mod:`memory_bank.cold`)."""
+        hits = self.cold.search(
+            rec.id, query, qvec, k, self.config.retrieval, now=today, allowed_kinds=allowed
+        )
+        if not hits:
+            return found
+        by_row = {m.rowid: m for m in self.storage.memories(rec.id, rowids=[r for r, _ in hits])}
+        cold = [(by_row[r], s) for r, s in hits if r in by_row and by_row[r].archived]
+        return sorted(found + cold, key=lambda x: -x[1])[:k]
 
     def reinforce(
         self,
@@ -550,13 +590,26 @@ class MemoryBank:
         return self.storage.counts()
 
     # -- forgetting ---------------------------------------------------------------------------
+    def _time_scales(self, kinds: Sequence[str], weights: np.ndarray | None) -> np.ndarray | float:
+        """Each memory's forgetting time scale under the config (per kind and content weight)."""
+        f = self.config.forgetting
+        return forgetting.time_scales(
+            f.tau,
+            kinds,
+            weights if f.content_weights else None,
+            kind_scales=f.kind_scales,  # type: ignore[arg-type]
+        )
+
     def _retention(self, mems: Sequence[Memory], today: dt.date, mode: str | None = None) -> list[float]:
         f = self.config.forgetting
         r = forgetting.retention_array(
             forgetting.elapsed_days([m.recall_anchor for m in mems], today),
             np.fromiter((m.strength for m in mems), dtype=np.float64, count=len(mems)),
             mode=(mode or f.mode),  # type: ignore[arg-type]
-            tau=f.tau,
+            tau=self._time_scales(
+                [m.kind.value for m in mems],
+                np.fromiter((m.weight for m in mems), dtype=np.float64, count=len(mems)),
+            ),
         )
         return [
             1.0 if m.kind.is_global or m.kind is MemoryKind.DAILY_PERSONALITY else float(x)
@@ -589,14 +642,14 @@ class MemoryBank:
         f = self.config.forgetting
         report = ForgetReport(now=today.isoformat(), mode=mode, action=f.action)
         # Columns, not Memory objects: a pass over a million memories is a few array operations.
-        cols = self.storage.forget_columns(rec.id, RETRIEVABLE_KINDS)
+        cols, kinds = self._forget_columns(rec)
         report.examined = len(cols.rowids)
         if mode != "off" and report.examined:
             r = forgetting.retention_array(
                 (forgetting.day_number(today) - cols.anchors).astype(np.float64),
                 cols.strengths,
                 mode=mode,  # type: ignore[arg-type]
-                tau=f.tau,
+                tau=self._time_scales(kinds, cols.weights),
             )
             rng = forgetting.pass_rng(seed, rec.name, today) if f.policy == "stochastic" else None
             drop = forgetting.forget_mask(r, policy=f.policy, threshold=f.threshold, rng=rng)
@@ -621,6 +674,49 @@ class MemoryBank:
                 "forgot %d of %d memories of %r (%s)", len(report.forgotten), report.examined, rec.name, mode
             )
         return report
+
+    def _forget_columns(self, rec: UserRecord) -> tuple[ForgetColumns, list[str]]:
+        """What a pass reads, with each row's kind when kinds have their own time scales."""
+        f = self.config.forgetting
+        if not any(x != 1 for x in f.kind_scales.values()):
+            cols = self.storage.forget_columns(rec.id, RETRIEVABLE_KINDS, weights=f.content_weights)
+            return cols, [MemoryKind.TURN.value] * len(cols.rowids)
+        parts = [
+            (k, self.storage.forget_columns(rec.id, [k], weights=f.content_weights))
+            for k in RETRIEVABLE_KINDS
+        ]
+        weights = [p.weights for _, p in parts]
+        cols = ForgetColumns(
+            np.concatenate([p.rowids for _, p in parts]),
+            np.concatenate([p.anchors for _, p in parts]),
+            np.concatenate([p.strengths for _, p in parts]),
+            None if any(w is None for w in weights) else np.concatenate(weights),  # type: ignore[arg-type]
+        )
+        return cols, [k.value for k, p in parts for _ in range(len(p.rowids))]
+
+    def explain(self, user: str, memory_id: str, *, now: When = None) -> dict[str, Any]:
+        """Why a memory is strong or fading, for a memory view (see :func:`forgetting.explain`):
+        its recalls, strength, content class and weight, its kind's time scale, retention today,
+        the projected day it is forgotten if not recalled again, and whether it is archived."""
+        rec = self.user(user)
+        m = self._find(rec, memory_id)
+        f = self.config.forgetting
+        out = forgetting.explain(
+            kind=m.kind.value,
+            strength=m.strength,
+            anchor=m.recall_anchor,
+            now=_as_date(now, self.clock),
+            weight=m.weight if f.content_weights else 1.0,
+            mode=f.mode,  # type: ignore[arg-type]
+            tau=f.tau,
+            kind_scales=f.kind_scales,  # type: ignore[arg-type]
+            policy=f.policy,
+            threshold=f.threshold,
+        )
+        if m.kind.is_global or m.kind is MemoryKind.DAILY_PERSONALITY:  # never fade
+            out.update(retention=1.0, forgets_on=None)
+        content = salience.content_class(m.query) if m.kind is MemoryKind.TURN and m.query else None
+        return {"memory_id": m.memory_id, "archived": m.archived, "content_class": content, **out}
 
     def restore(self, user: str, memory_ids: Sequence[str]) -> None:
         """Bring archived (forgotten) memories back into retrieval."""

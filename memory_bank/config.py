@@ -91,6 +91,31 @@ class ForgettingConfig(_Strict):
     )
     action: Literal["archive", "delete"] = "archive"
     daily_pass: bool = Field(True, description="run a user's pass on their first access each day")
+    kind_scales: dict[Literal["turn", "daily_summary"], float] = Field(
+        default_factory=dict,
+        description="multiplier of tau per kind, e.g. {daily_summary: 4}: summaries outlive their turns",
+    )
+    content_weights: bool = Field(
+        False,
+        description="scale tau by each turn's content weight, set when it is written "
+        "(memory_bank.salience): small talk 0.25, chat 1, personal 2",
+    )
+    cold_tier: bool = Field(
+        False,
+        description="search forgotten (archived) memories too when the live ones match poorly; "
+        "a recalled cold memory comes back to the live tier",
+    )
+    cold_below: float = Field(
+        1.0, ge=0, description="consult the cold tier when the best live score is below this"
+    )
+
+    @field_validator("kind_scales")
+    @classmethod
+    def _positive_scales(cls, v: dict[str, float]) -> dict[str, float]:
+        bad = {k: x for k, x in v.items() if not x > 0}
+        if bad:
+            raise ValueError(f"kind scales must be > 0, got {bad}")
+        return v
 
 
 class RetrievalConfig(_Strict):

@@ -61,6 +61,9 @@ class Memory:
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
     rowid: int | None = None
     context: str | None = None
+    #: Content weight, a multiplier of the forgetting time scale set when the memory is written
+    #: (:mod:`memory_bank.salience`: small talk 0.25, chat 1, personal 2); 1 for summaries.
+    weight: float = 1.0
 
     @property
     def recall_anchor(self) -> str:

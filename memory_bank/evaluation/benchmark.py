@@ -125,6 +125,8 @@ class ReplayStats:
     forgotten: int = 0
     passes: int = 0
     recalls: int = 0
+    searches: int = 0  # every search: recalls during the replay and the questions
+    cold_consulted: int = 0  # searches that also ranked the forgotten memories (the cold tier)
 
 
 class MemoryBankSystem:
@@ -184,6 +186,7 @@ class MemoryBankSystem:
         from memory_bank.bank import MemoryBank
 
         ids = {m.memory_id: m.extra["id"] for m in hay.memories}
+        recalls_before = self.stats.recalls
         with tempfile.TemporaryDirectory(prefix="mb-eval-") as store:
             bank = MemoryBank.open(
                 store,
@@ -202,6 +205,8 @@ class MemoryBankSystem:
                 for p in hay.probes:
                     hits = bank.search(hay.user, p.question, k, now=hay.now)
                     out[p.qid] = [ids[h.memory.memory_id] for h in hits if h.memory.memory_id in ids]
+                self.stats.searches += self.stats.recalls - recalls_before + len(hay.probes)
+                self.stats.cold_consulted += bank.cold.consulted
                 if self.replay:
                     self.stats.forgotten += sum(
                         1

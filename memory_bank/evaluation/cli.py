@@ -2,7 +2,8 @@
 
     memorybank eval retrieval --memory-file FILE --questions FILE.jsonl [--labels FILE.jsonl]
                               [--k K] [--language en|zh] [--store DIR] --out OUT.jsonl
-    memorybank eval locomo    --data FILE [--k 1,5,10,25,50] [--forgetting off|paper] --out OUT.json
+    memorybank eval locomo    --data FILE [--k 1,5,10,25,50] [--forgetting off|paper|sweep] --out OUT.json
+    memorybank eval forgetting [--locomo FILE] [--paper-data DIR] [--eval-data DIR] --out OUT.json
     memorybank eval longmemeval --data FILE [--k 1,5,10] --out OUT.json
     memorybank eval madial    --data DIR --language zh|en [--k 1,3,5,10] --out OUT.json
 
@@ -55,9 +56,10 @@ def _forgetting_args(p: argparse.ArgumentParser) -> None:
     rec = RECOMMENDED_FORGETTING
     p.add_argument(
         "--forgetting",
-        choices=["off", "paper"],
+        choices=["off", "paper", "sweep"],
         default="off",
-        help="paper: also replay the sessions in date order with Ebbinghaus forgetting on",
+        help="paper: also replay the sessions in date order with Ebbinghaus forgetting on; "
+        "sweep: share forgotten vs recall@10 over many settings (see 'eval forgetting')",
     )
     p.add_argument(
         "--tau", type=float, default=rec["tau"], help=f"forgetting time scale in days ({rec['tau']})"
@@ -74,6 +76,8 @@ def _forgetting_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_parsers(sub: argparse._SubParsersAction) -> None:
+    from memory_bank.evaluation.forgetting_sweep import add_sweep_parser, sweep_args
+
     ev = sub.add_parser(
         "eval",
         help="evaluate retrieval and answers (paper §4.2, eval_data/, LoCoMo, LongMemEval)",
@@ -116,6 +120,7 @@ def _add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--conversations", help="only these sample ids (comma-separated)")
     p.add_argument("--cache-dir", help="keep embeddings here between runs")
     _forgetting_args(p)
+    sweep_args(p)
     _common(p)
 
     p = evsub.add_parser("longmemeval", help="LLM-free turn and session recall@k on a LongMemEval file")
@@ -138,6 +143,7 @@ def _add_parsers(sub: argparse._SubParsersAction) -> None:
     from memory_bank.evaluation.madial_run import add_madial_parser
 
     add_madial_parser(evsub, _common)
+    add_sweep_parser(evsub, _common)
 
 
 register_extension(_add_parsers)
@@ -250,8 +256,19 @@ def _answers(args: argparse.Namespace) -> int:
 def _locomo(args: argparse.Namespace) -> int:
     from memory_bank.evaluation.locomo_run import run_locomo
 
+    if args.forgetting == "sweep":
+        from memory_bank.evaluation.forgetting_sweep import locomo_sweep
+
+        return locomo_sweep(args)
     run_locomo(args)
     return 0
+
+
+@_sub("forgetting")
+def _forgetting_sweep(args: argparse.Namespace) -> int:
+    from memory_bank.evaluation.forgetting_sweep import run_sweep_command
+
+    return run_sweep_command(args)
 
 
 @_sub("longmemeval")

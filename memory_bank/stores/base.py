@@ -28,7 +28,7 @@ from memory_bank.errors import StoreError
 from memory_bank.records import Memory, MemoryKind
 
 #: The version of the stored schema; every backend migrates older stores up to it.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 @dataclasses.dataclass
@@ -66,6 +66,8 @@ class ForgetColumns:
     rowids: np.ndarray
     anchors: np.ndarray
     strengths: np.ndarray
+    #: Each memory's content weight (see :mod:`memory_bank.salience`), when asked for.
+    weights: np.ndarray | None = None
 
 
 class Storage(abc.ABC):
@@ -211,9 +213,16 @@ class Storage(abc.ABC):
     # vectors
     @abc.abstractmethod
     def vectors(
-        self, user_id: int, encoder: str, kinds: Iterable[MemoryKind], after_rowid: int = 0
+        self,
+        user_id: int,
+        encoder: str,
+        kinds: Iterable[MemoryKind],
+        after_rowid: int = 0,
+        *,
+        archived: bool = False,
     ) -> VectorBatch:
-        """The ``encoder``'s vectors of the user's unarchived memories of ``kinds`` after ``after_rowid``."""
+        """The ``encoder``'s vectors of the user's unarchived memories of ``kinds`` after
+        ``after_rowid``, in rowid order (``archived=True``: of the forgotten ones, the cold tier)."""
 
     @abc.abstractmethod
     def missing_vectors(self, encoder: str, kinds: Iterable[MemoryKind]) -> list[tuple[int, str]]:
@@ -234,9 +243,11 @@ class Storage(abc.ABC):
                 out[m.rowid or 0] = (m.memory_id, m.kind, m.date)
         return out
 
-    def forget_columns(self, user_id: int, kinds: Iterable[MemoryKind]) -> ForgetColumns:
-        """Rowids, recall anchors and strengths of the user's unarchived memories of ``kinds``,
-        in the order of :meth:`memories`."""
+    def forget_columns(
+        self, user_id: int, kinds: Iterable[MemoryKind], *, weights: bool = False
+    ) -> ForgetColumns:
+        """Rowids, recall anchors and strengths (and with ``weights``, content weights) of the
+        user's unarchived memories of ``kinds``, in the order of :meth:`memories`."""
         from memory_bank.forgetting import day_number
 
         mems = self.memories(user_id, kinds=kinds, include_archived=False)
@@ -244,6 +255,7 @@ class Storage(abc.ABC):
             np.fromiter((m.rowid or 0 for m in mems), dtype=np.int64, count=len(mems)),
             np.fromiter((day_number(m.recall_anchor) for m in mems), dtype=np.int64, count=len(mems)),
             np.fromiter((m.strength for m in mems), dtype=np.float64, count=len(mems)),
+            np.fromiter((m.weight for m in mems), dtype=np.float64, count=len(mems)) if weights else None,
         )
 
 

@@ -61,6 +61,7 @@ T = TypeVar("T")
 # servers starting together migrate once.
 _MIGRATIONS: dict[int, str] = {
     1: "",  # 1 -> 2 added SQLite's forgetting key (an index the PostgreSQL store does not use)
+    2: "ALTER TABLE memories ADD COLUMN IF NOT EXISTS weight DOUBLE PRECISION NOT NULL DEFAULT 1",
 }
 
 _SCHEMA_LOCK = 0x4D42_5343  # pg_advisory_xact_lock key: "MBSC"
@@ -109,6 +110,7 @@ class PostgresStorage(SQLStorage):
         "day": 'TEXT COLLATE "C"',
         "flag": "BOOLEAN NOT NULL DEFAULT FALSE",
         "blob": "BYTEA",
+        "real": "DOUBLE PRECISION",
         "more_columns": "",
         "rowid_index": "memories_by_user_rowid",
         "more_indexes": "\nCREATE UNIQUE INDEX IF NOT EXISTS memories_turn_position "
@@ -199,7 +201,7 @@ class PostgresStorage(SQLStorage):
         cols = list(zip(*(memory_row(m, user_id)[1:] for m in memories), strict=True))
         rows = c.execute(
             f"INSERT INTO memories({FIELDS}) SELECT ?, * FROM unnest(?::text[], ?::text[], ?::text[], ?::int[], ?::text[], ?::text[], "
-            "?::text[], ?::text[], ?::int[], ?::text[], ?::bool[], ?::bool[], ?::text[], ?::text[]) "
+            "?::text[], ?::text[], ?::int[], ?::text[], ?::bool[], ?::bool[], ?::text[], ?::text[], ?::float8[]) "
             "ON CONFLICT (user_id, memory_id) DO NOTHING RETURNING id, memory_id",
             (user_id, *(list(col) for col in cols)),
         ).fetchall()

@@ -57,7 +57,8 @@ CREATE TABLE IF NOT EXISTS memories (
     archived {flag},
     stale {flag},
     extra TEXT NOT NULL DEFAULT '{{}}',
-    context TEXT,{more_columns}
+    context TEXT,
+    weight {real} NOT NULL DEFAULT 1,{more_columns}
     UNIQUE (user_id, memory_id)
 );
 CREATE INDEX IF NOT EXISTS memories_by_user ON memories (user_id, kind, date, turn);
@@ -73,13 +74,13 @@ CREATE TABLE IF NOT EXISTS embeddings (
 #: A memory row's columns after ``id``, in the order of :func:`memory_row`.
 FIELDS = (
     "user_id, memory_id, kind, date, turn, query, response, text, timestamp, strength, "
-    "last_recall_date, archived, stale, extra, context"
+    "last_recall_date, archived, stale, extra, context, weight"
 )
 #: What a read selects of a memory, in the order :func:`to_memory` reads.
 COLUMNS = "id, " + FIELDS.removeprefix("user_id, ")
 _M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in COLUMNS.split(","))
 _USER_COLUMNS = "id, name, extra, last_forget_date, version, epoch"
-INSERT = f"INSERT INTO memories({FIELDS}) VALUES ({','.join('?' * 15)})"
+INSERT = f"INSERT INTO memories({FIELDS}) VALUES ({','.join('?' * len(FIELDS.split(',')))})"
 _ORDER = " ORDER BY m.date, CASE m.kind WHEN 'turn' THEN 0 ELSE 1 END, m.turn NULLS FIRST, m.id"
 _SELECT = f"SELECT u.name, {_M_COLUMNS} FROM memories m JOIN users u ON u.id = m.user_id WHERE "
 _TURN_SLOT = "{turn}"
@@ -108,6 +109,7 @@ def memory_row(m: Memory, user_id: int) -> tuple[Any, ...]:
         bool(m.stale),
         json.dumps(m.extra, ensure_ascii=False),
         m.context,
+        float(m.weight),
     )
 
 
@@ -141,6 +143,7 @@ def _to_memory(user: str, row: Sequence[Any]) -> Memory:
         stale=bool(row[12]),
         extra=json.loads(row[13]),
         context=row[14],
+        weight=float(row[15]),
     )
 
 
@@ -445,7 +448,7 @@ class SQLStorage(Storage):
                 rowid, strength, recalled = int(row[0]), int(row[1]), row[2]
                 c.execute(
                     "UPDATE memories SET kind=?, date=?, turn=?, query=?, response=?, text=?, timestamp=?, "
-                    "archived=?, stale=?, extra=?, context=? WHERE id = ?",
+                    "archived=?, stale=?, extra=?, context=?, weight=? WHERE id = ?",
                     (*values[2:9], *values[11:], rowid),
                 )
                 c.execute("DELETE FROM embeddings WHERE memory_rowid = ?", (rowid,))
@@ -648,7 +651,13 @@ class SQLStorage(Storage):
 
     # -- vectors -------------------------------------------------------------------------------
     def vectors(
-        self, user_id: int, encoder: str, kinds: Iterable[MemoryKind], after_rowid: int = 0
+        self,
+        user_id: int,
+        encoder: str,
+        kinds: Iterable[MemoryKind],
+        after_rowid: int = 0,
+        *,
+        archived: bool = False,
     ) -> VectorBatch:
         cond, args = self._in_list("m.kind", [k.value for k in kinds])
         rows = self._rows(
@@ -658,7 +667,7 @@ class SQLStorage(Storage):
             f"FROM memories m{self.ROWID_ORDER_HINT} "
             "JOIN embeddings e ON e.memory_rowid = m.id "
             f"WHERE m.user_id = ? AND m.archived = ? AND m.id > ? AND e.encoder = ? AND {cond} ORDER BY m.id",
-            (user_id, False, int(after_rowid), encoder, *args),
+            (user_id, bool(archived), int(after_rowid), encoder, *args),
             binary=True,
         )
         if not rows:

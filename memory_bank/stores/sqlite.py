@@ -50,6 +50,7 @@ _INDEXES = """
 CREATE INDEX IF NOT EXISTS memories_forget_key ON memories (
     user_id, archived, date, (CASE kind WHEN 'turn' THEN 0 ELSE 1 END), turn, id, kind, forget_key
 );
+CREATE INDEX IF NOT EXISTS memories_weighted ON memories (user_id, archived, kind, id, weight) WHERE weight <> 1;
 """
 
 # Migrations from version N to N+1, applied in order inside one transaction.
@@ -57,6 +58,9 @@ _MIGRATIONS: dict[int, str] = {
     # 1 -> 2: the forgetting key (a virtual column: computed by SQLite, kept in its index).
     1: f"ALTER TABLE memories ADD COLUMN forget_key INTEGER GENERATED ALWAYS AS ({_FORGET_KEY}) VIRTUAL;\n"
     "DROP INDEX IF EXISTS memories_forget;",
+    # 2 -> 3: each memory's content weight, set when it is written (memory_bank.salience); the
+    # memories stored before keep the neutral weight 1.
+    2: "ALTER TABLE memories ADD COLUMN weight REAL NOT NULL DEFAULT 1;",
 }
 
 
@@ -73,6 +77,7 @@ class SQLiteStorage(SQLStorage):
         "day": "TEXT",
         "flag": "INTEGER NOT NULL DEFAULT 0",
         "blob": "BLOB",
+        "real": "REAL",
         "more_columns": f"\n    forget_key INTEGER GENERATED ALWAYS AS ({_FORGET_KEY}) VIRTUAL,",
         "rowid_index": "memories_by_user_id",
         "more_indexes": "",
@@ -260,7 +265,9 @@ class SQLiteStorage(SQLStorage):
         return new
 
     # -- SQLite's fast path ------------------------------------------------------------------
-    def forget_columns(self, user_id: int, kinds: Iterable[MemoryKind]) -> ForgetColumns:
+    def forget_columns(
+        self, user_id: int, kinds: Iterable[MemoryKind], *, weights: bool = False
+    ) -> ForgetColumns:
         """One scan of the ``memories_forget_key`` index, whose order is the order of
         :meth:`memories` (so nothing is sorted): each row's rowid and forgetting key (anchor day
         and strength, see ``_FORGET_KEY``, kept in the index) travel as one integer, concatenated
@@ -280,14 +287,28 @@ class SQLiteStorage(SQLStorage):
             return ForgetColumns(empty, empty.copy(), np.zeros(0, dtype=np.float64))
         biggest = conn.execute("SELECT max(id) FROM memories").fetchone()[0]
         if packed_text is None or int(biggest) >= 1 << 32:  # rowids must fit in 32 bits
-            return super().forget_columns(user_id, kinds)
+            return super().forget_columns(user_id, kinds, weights=weights)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             packed = np.fromstring(packed_text, dtype=np.int64, sep=",")
         if len(packed) != n:  # group_concat skips the rows whose key is NULL
-            return super().forget_columns(user_id, kinds)
+            return super().forget_columns(user_id, kinds, weights=weights)
         keys = packed & ((1 << 31) - 1)
-        return ForgetColumns(packed >> 31, keys >> 13, (keys & 8191).astype(np.float64))
+        rowids = packed >> 31
+        out = ForgetColumns(rowids, keys >> 13, (keys & 8191).astype(np.float64))
+        if weights:  # most memories weigh 1; the others are few and kept in a partial index
+            out.weights = np.ones(len(rowids))
+            rows = conn.execute(
+                "SELECT id, weight FROM memories INDEXED BY memories_weighted "
+                f"WHERE user_id = ? AND archived = 0 AND kind IN ({','.join('?' * len(ks))}) AND weight <> 1",
+                (user_id, *ks),
+            ).fetchall()
+            if rows:
+                ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+                order = np.argsort(rowids)
+                at = order[np.searchsorted(rowids, ids, sorter=order)]
+                out.weights[at] = np.fromiter((r[1] for r in rows), dtype=np.float64, count=len(rows))
+        return out
 
 
 def directory(spec: str) -> Path:

@@ -194,6 +194,7 @@ def test_a_version_1_store_is_migrated_and_forgets_as_before(make_bank, tmp_path
     db = sqlite3.connect(tmp_path / "store" / DB_FILENAME)  # turn it into the version 1 layout
     db.executescript(
         "DROP INDEX memories_forget_key; ALTER TABLE memories DROP COLUMN forget_key; "
+        "DROP INDEX memories_weighted; ALTER TABLE memories DROP COLUMN weight; "
         "CREATE INDEX memories_forget ON memories (user_id, archived, date, "
         "(CASE kind WHEN 'turn' THEN 0 ELSE 1 END), turn, id, kind, strength, last_recall_date); "
         "UPDATE meta SET value = '1' WHERE key = 'schema_version';"
@@ -202,7 +203,7 @@ def test_a_version_1_store_is_migrated_and_forgets_as_before(make_bank, tmp_path
 
     storage = SQLiteStorage(tmp_path / "store")
     db = sqlite3.connect(tmp_path / "store" / DB_FILENAME)
-    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "2"
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "3"
     indexes = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert "memories_forget_key" in indexes and "memories_forget" not in indexes
     assert db.execute("SELECT count(*) FROM memories WHERE forget_key IS NULL").fetchone()[0] == 0
@@ -217,6 +218,40 @@ def test_a_version_1_store_is_migrated_and_forgets_as_before(make_bank, tmp_path
     for field in ("rowids", "anchors", "strengths"):
         assert getattr(fast, field).tolist() == getattr(slow, field).tolist(), field
     storage.close()
+
+
+def test_a_version_2_store_gains_content_weights_and_keeps_its_memories(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank()
+    bank.add_turn("Ann", "Thanks, bye!", "Bye!", at="2023-05-01T10:00")
+    bank.add_turn("Ann", "My brother Tom moved to Oslo for a job at a bakery.", "Oh!", at="2023-05-01T10:05")
+    bank.close()
+    db = sqlite3.connect(tmp_path / "store" / DB_FILENAME)  # the version 2 layout: no weight column
+    db.executescript(
+        "DROP INDEX memories_weighted; ALTER TABLE memories DROP COLUMN weight; "
+        "UPDATE meta SET value = '2' WHERE key = 'schema_version';"
+    )
+    db.close()
+
+    bank = make_bank(forgetting={"mode": "paper", "tau": 10, "policy": "threshold", "content_weights": True})
+    db = sqlite3.connect(tmp_path / "store" / DB_FILENAME)
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "3"
+    db.close()
+    # The turns stored before weigh 1 (neutral) and nothing was lost; new turns are weighed.
+    assert [m.weight for m in bank.history("Ann")] == [1.0, 1.0]
+    bank.add_turn("Ann", "Thanks!", "You're welcome.", at="2023-05-02T10:00")
+    assert [m.weight for m in bank.history("Ann")] == [1.0, 1.0, 0.25]
+    from memory_bank.records import RETRIEVABLE_KINDS
+    from memory_bank.stores import Storage
+
+    user = bank.storage.get_user("Ann")
+    fast = bank.storage.forget_columns(user.id, RETRIEVABLE_KINDS, weights=True)
+    slow = Storage.forget_columns(bank.storage, user.id, RETRIEVABLE_KINDS, weights=True)
+    assert fast.weights is not None and slow.weights is not None
+    assert fast.weights.tolist() == slow.weights.tolist() == [1.0, 1.0, 0.25]
+    # tau 10 * weight 0.25: the new small talk is archived after 2.5 * ln 20 = 7.5 days, the
+    # older turns (weight 1) after 30.
+    gone = bank.forget("Ann", now="2023-05-12")["Ann"].forgotten
+    assert gone == ["Ann_2023-05-02_0"]
 
 
 def test_changing_encoder_reembeds_only_what_lacks_a_vector(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -362,3 +362,17 @@ def test_memory_ids_are_never_reused_after_a_purge(make_bank) -> None:  # type: 
     assert bank.purge_archived("Ann") == 1
     newer = bank.add_turn("Ann", "third, added after the purge", "ok", at="2023-05-01T12:00")
     assert newer.memory_id != last.memory_id and newer.turn == 2
+def test_content_weights_and_the_cold_tiers_vectors(stores) -> None:  # type: ignore[no-untyped-def]
+    storage = stores()
+    u = storage.ensure_user("Ann").id
+    a = storage.add_turn(u, turn("Ann", "2023-05-01", "Hi!", weight=0.25), vec(1, 0, 0, 0), ENC)
+    b = storage.add_turn(u, turn("Ann", "2023-05-01", "My cat is Miso.", weight=2.0), vec(0, 1, 0, 0), ENC)
+    (c,) = storage.add_memories(u, [turn("Ann", "2023-05-02", "What now?")], vec(0, 0, 1, 0)[None], ENC)
+    assert [m.weight for m in storage.memories(u)] == [0.25, 2.0, 1.0]
+    cols = storage.forget_columns(u, TURN_KINDS, weights=True)
+    assert cols.weights is not None and cols.weights.tolist() == [0.25, 2.0, 1.0]
+    assert storage.forget_columns(u, TURN_KINDS).weights is None
+    storage.set_archived(u, [b.rowid or 0], True)
+    assert storage.vectors(u, ENC, TURN_KINDS).rowids.tolist() == [a.rowid, c]
+    cold = storage.vectors(u, ENC, TURN_KINDS, archived=True)
+    assert cold.rowids.tolist() == [b.rowid] and cold.texts == ["My cat is Miso."]

@@ -217,3 +217,18 @@ def test_a_role_without_create_privilege_can_use_an_existing_store(pg, pg_url, p
     finally:
         _sql(pg_url, pg_schema, f"DROP OWNED BY {role}")
         _sql(pg_url, pg_schema, f"DROP ROLE {role}")
+
+
+def test_a_version_2_store_gains_the_weight_column(pg, pg_url, pg_schema) -> None:  # type: ignore[no-untyped-def]
+    s = pg()
+    u = s.ensure_user("Ann").id
+    s.add_turn(u, turn("Ann", "2023-05-01", "My cat is Miso.", weight=2.0), vec(1, 0, 0, 0), ENC)
+    s.close()
+    _sql(pg_url, pg_schema, "ALTER TABLE memories DROP COLUMN weight")
+    _sql(pg_url, pg_schema, "UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    s = pg()
+    assert _sql(pg_url, pg_schema, "SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
+    (m,) = s.memories(u)
+    assert m.text == "My cat is Miso." and m.weight == 1.0  # stored before: neutral weight
+    s.add_turn(u, turn("Ann", "2023-05-01", "Thanks!", weight=0.25), vec(0, 1, 0, 0), ENC)
+    assert [x.weight for x in s.memories(u)] == [1.0, 0.25]
