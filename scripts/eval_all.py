@@ -30,21 +30,9 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from eval_dev import labelled_sets  # noqa: E402  (the dev sets, defined once)
+
 from memory_bank.cli import main as memorybank  # noqa: E402
-
-
-def _sets(shared: Path) -> list[tuple[str, str, Path, Path, Path]]:
-    paper = shared / "memorybank_eval"
-    return [
-        ("paper-en", "en", paper / "en" / "memory_bank_en.json", paper / "en" / "probing_questions_en.jsonl",
-         REPO / "eval_data" / "paper_labels" / "probing_labels_en.jsonl"),
-        ("paper-zh", "zh", paper / "cn" / "memory_bank_cn.json", paper / "cn" / "probing_questions_cn.jsonl",
-         REPO / "eval_data" / "paper_labels" / "probing_labels_zh.jsonl"),
-        ("own-en", "en", REPO / "eval_data" / "en" / "memories_en.json",
-         REPO / "eval_data" / "en" / "questions_en.jsonl", REPO / "eval_data" / "en" / "labels_en.jsonl"),
-        ("own-zh", "zh", REPO / "eval_data" / "zh" / "memories_zh.json",
-         REPO / "eval_data" / "zh" / "questions_zh.jsonl", REPO / "eval_data" / "zh" / "labels_zh.jsonl"),
-    ]  # fmt: skip
 
 
 def run(argv: list[str]) -> None:
@@ -69,7 +57,7 @@ def main() -> int:
     rows: list[list[Any]] = []
     cache = ["--cache-dir", args.cache_dir] if args.cache_dir else []
     if "retrieval" not in skip:
-        for name, lang, memory, questions, labels in _sets(shared):
+        for name, lang, memory, questions, labels in labelled_sets(shared):
             if not memory.is_file():
                 print(f"skipping {name}: {memory} not found", file=sys.stderr)
                 continue
