@@ -110,9 +110,11 @@ def as_memory(
     memories_key: str = "memories",
     portrait_key: str = "user_portrait",
     summary_key: str = "event_summary",
+    summarizer: RolloverScheduler | None = None,
 ) -> MemoryBankMemory:
     """A classic :class:`MemoryBankMemory` for ``user`` (see its fields; ``None`` for ``k`` and
-    ``window`` means the bank's ``retrieval.top_k`` and ``history_window``)."""
+    ``window`` means the bank's ``retrieval.top_k`` and ``history_window``; ``summarizer``:
+    :func:`~memory_bank.summaries.background_summaries` writes the portrait and summaries)."""
     from memory_bank.langchain.memory import MemoryBankMemory
 
     return MemoryBankMemory(
@@ -130,6 +132,7 @@ def as_memory(
         memories_key=memories_key,
         portrait_key=portrait_key,
         summary_key=summary_key,
+        summarizer=summarizer,
     )
 
 

@@ -12,12 +12,13 @@ from typing import Any
 
 from langchain_classic.base_memory import BaseMemory
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from pydantic import Field, PrivateAttr, field_validator
+from pydantic import ConfigDict, Field, PrivateAttr, field_validator
 
 from memory_bank.bank import MemoryBank
 from memory_bank.errors import InvalidInputError
 from memory_bank.langchain.documents import require_user
 from memory_bank.langchain.prompts import format_memories
+from memory_bank.summaries.scheduler import RolloverScheduler
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +88,12 @@ class MemoryBankMemory(BaseMemory):
     memories_key: str = "memories"
     portrait_key: str = "user_portrait"
     summary_key: str = "event_summary"
+    summarizer: RolloverScheduler | None = None
+    """Writes the day summaries and the global portrait and event summary in the background
+    after each stored turn, as SiliconFriend does (see
+    :func:`~memory_bank.summaries.background_summaries`); ``None``: no summaries are made."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     _session: list[_SessionTurn] = PrivateAttr(default_factory=list)
 
@@ -182,6 +189,8 @@ class MemoryBankMemory(BaseMemory):
         memory = self.bank.add_turn(self.user, query, response)
         self._session.append(_SessionTurn(memory.memory_id, query, response))
         del self._session[: max(0, len(self._session) - self._window_size())]
+        if self.summarizer is not None:
+            self.summarizer.on_turn(self.user, memory.date)  # queues the finished days; never raises
         logger.debug("stored turn %s for %r", memory.memory_id, self.user)
 
     def clear(self) -> None:

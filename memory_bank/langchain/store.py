@@ -49,7 +49,7 @@ import datetime as dt
 import json
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import run_in_executor
 from langgraph.store.base import (
@@ -70,6 +70,9 @@ from memory_bank.bank import MemoryBank
 from memory_bank.errors import InvalidInputError
 from memory_bank.records import RETRIEVABLE_KINDS, Memory
 from memory_bank.text import validate_user
+
+if TYPE_CHECKING:
+    from memory_bank.summaries.scheduler import RolloverScheduler
 
 logger = logging.getLogger(__name__)
 
@@ -163,6 +166,9 @@ class MemoryBankStore(BaseStore):
             the bank's retriever does; ``ttl`` may set it through ``refresh_on_read``).
         ttl: a LangGraph ``TTLConfig``; only ``refresh_on_read`` applies (forgetting replaces
             a fixed time to live).
+        summarizer: writes the day summaries and the global portrait and event summary in the
+            background after a new item or a deletion (see
+            :func:`~memory_bank.summaries.background_summaries`); ``None``: none are made.
     """
 
     supports_ttl = True  # so that a ttl reaches batch() and gets a clear answer there
@@ -176,6 +182,7 @@ class MemoryBankStore(BaseStore):
         user_namespace: Callable[[str], Namespace] | None = None,
         reinforce: bool | None = None,
         ttl: TTLConfig | None = None,
+        summarizer: RolloverScheduler | None = None,
     ) -> None:
         if not isinstance(bank, MemoryBank):
             raise InvalidInputError(f"MemoryBankStore needs a MemoryBank, got {type(bank).__name__}")
@@ -191,6 +198,7 @@ class MemoryBankStore(BaseStore):
         self.namespace_user = namespace_user or default_namespace_user
         self.user_namespace = user_namespace or default_user_namespace
         self.ttl_config = ttl
+        self.summarizer = summarizer
         refresh = (ttl or {}).get("refresh_on_read", True)
         self.reinforce = bool(refresh) if reinforce is None else reinforce
 
@@ -242,6 +250,8 @@ class MemoryBankStore(BaseStore):
         if op.value is None:
             if existing is not None:
                 self.bank.delete_memory(user, key)
+                if self.summarizer is not None:
+                    self.summarizer.submit(user)  # that day's summaries may quote the item
             return
         if not isinstance(op.value, dict):
             raise InvalidInputError(f"a store value must be a dict, got {type(op.value).__name__}")
@@ -249,9 +259,11 @@ class MemoryBankStore(BaseStore):
         now = self.bank.clock().isoformat(timespec="microseconds")
         meta = {"value": op.value, "updated_at": now}
         if existing is None:
-            self.bank.add_turn(
+            memory = self.bank.add_turn(
                 user, text, "", memory_id=key, extra={STORE_EXTRA: {**meta, "created_at": now}}
             )
+            if self.summarizer is not None:
+                self.summarizer.on_turn(user, memory.date)  # queues the finished days; never raises
             return
         previous = existing.extra.get(STORE_EXTRA) or {}
         created = previous.get("created_at") or existing.timestamp or existing.date
@@ -295,11 +307,10 @@ class MemoryBankStore(BaseStore):
     def _memory(self, user: str, key: str) -> Memory | None:
         if not self.bank.has_user(user):
             return None
-        rec = self.bank.user(user)
-        for m in self.bank.storage.memories(rec.id, kinds=RETRIEVABLE_KINDS, include_archived=False):
-            if m.memory_id == key:
-                return m
-        return None
+        memory = self.bank.storage.get_memory(self.bank.user(user).id, key)  # an index lookup
+        if memory is None or memory.archived or memory.kind not in RETRIEVABLE_KINDS:
+            return None
+        return memory
 
     def _count(self, user: str) -> int:
         rec = self.bank.user(user)

@@ -13,6 +13,7 @@ turn; inside an agent its id comes from the tool call's id, so a retried call sa
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
@@ -22,6 +23,9 @@ from memory_bank.errors import InvalidInputError, MemoryBankError, MemoryNotFoun
 from memory_bank.langchain.context import context_user
 from memory_bank.langchain.documents import require_user
 from memory_bank.records import SearchResult
+
+if TYPE_CHECKING:
+    from memory_bank.summaries.scheduler import RolloverScheduler
 
 logger = logging.getLogger(__name__)
 
@@ -73,6 +77,7 @@ def memory_tools(
     *,
     k: int | None = None,
     reinforce: bool = True,
+    summarizer: RolloverScheduler | None = None,
 ) -> list[BaseTool]:
     """The tools ``search_memory``, ``save_memory`` and ``forget_memory`` for one user.
 
@@ -82,6 +87,9 @@ def memory_tools(
         user: the user, fixed; ``None`` reads it from the runtime context under ``context_key``.
         k: memories per search (default: the bank's ``retrieval.top_k``).
         reinforce: whether a search recalls what it finds (strength + 1, at most once a day).
+        summarizer: writes the day summaries and the global portrait and event summary in the
+            background after a save or a deletion (see
+            :func:`~memory_bank.summaries.background_summaries`); ``None``: none are made.
     """
     binding = _Binding(bank, user, context_key)
     if k is not None and k < 1:
@@ -107,6 +115,8 @@ def memory_tools(
             memory = bank_.add_turn(user_, content, "", memory_id=f"tool:{call_id}" if call_id else None)
         except MemoryBankError as e:
             raise ToolException(str(e)) from e
+        if summarizer is not None:
+            summarizer.on_turn(user_, memory.date)  # queues the finished days; never raises
         return f"Saved memory {memory.memory_id}."
 
     def forget_memory(memory_id: str, runtime: ToolRuntime = None) -> str:  # type: ignore[assignment]
@@ -117,6 +127,8 @@ def memory_tools(
             bank_.delete_memory(user_, memory_id)
         except (MemoryNotFoundError, MemoryBankError) as e:
             raise ToolException(str(e)) from e
+        if summarizer is not None:
+            summarizer.submit(user_)  # the summaries of that day may quote what was deleted
         return f"Deleted memory {memory_id}."
 
     return [

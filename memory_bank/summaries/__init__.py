@@ -18,6 +18,7 @@ API::
     summarizer.summarize_day(user, "2023-05-04"); summarizer.summarize_globals(user)
 
     scheduler = RolloverScheduler(summarizer)       # one background worker thread
+    scheduler = background_summaries(bank, chat_model, "en")  # the same in one call
     scheduler.on_turn(user, turn_date) -> bool      # after each stored turn; queues on a new day
     scheduler.submit(user)                          # e.g. after deleting a memory
     scheduler.wait(timeout=None); scheduler.close()
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from memory_bank.summaries.config import SummaryConfig, load_summary_config
     from memory_bank.summaries.errors import ContextTooSmallError, SummaryError, SummaryTimeoutError
     from memory_bank.summaries.prompts import LANGUAGES, LanguagePack, Task, language_pack
-    from memory_bank.summaries.scheduler import RolloverScheduler
+    from memory_bank.summaries.scheduler import RolloverScheduler, background_summaries
     from memory_bank.summaries.state import due_days
     from memory_bank.summaries.summarizer import Failure, Summarizer, SummaryReport
 
@@ -51,7 +52,7 @@ _EXPORTS = {
     **dict.fromkeys(["SummaryConfig", "load_summary_config"], "config"),
     **dict.fromkeys(["ContextTooSmallError", "SummaryError", "SummaryTimeoutError"], "errors"),
     **dict.fromkeys(["LANGUAGES", "LanguagePack", "Task", "language_pack"], "prompts"),
-    "RolloverScheduler": "scheduler",
+    **dict.fromkeys(["RolloverScheduler", "background_summaries"], "scheduler"),
     **dict.fromkeys(["Failure", "Summarizer", "SummaryReport"], "summarizer"),
     "due_days": "state",
 }
@@ -79,6 +80,7 @@ __all__ = [
     "SummaryReport",
     "SummaryTimeoutError",
     "Task",
+    "background_summaries",
     "build_chain",
     "build_chains",
     "build_prompt",

@@ -23,6 +23,10 @@ from memory_bank.summaries.state import to_date
 from memory_bank.summaries.summarizer import SummaryReport
 
 if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from memory_bank.bank import MemoryBank
+    from memory_bank.summaries.config import SummaryConfig
     from memory_bank.summaries.summarizer import Summarizer
 
 logger = logging.getLogger(__name__)
@@ -126,3 +130,22 @@ class RolloverScheduler:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def background_summaries(
+    bank: MemoryBank,
+    chat_model: BaseChatModel,
+    language: str | None = None,
+    *,
+    config: SummaryConfig | None = None,
+) -> RolloverScheduler:
+    """A :class:`RolloverScheduler` over a :class:`Summarizer` with ``chat_model``: what the
+    LangChain adapters take as ``summarizer=`` so that each finished day, and then the global
+    portrait and event summary, are written in the background as SiliconFriend does.
+
+    ``chat_model`` is any LangChain ``BaseChatModel``; ``language`` and ``config`` are the
+    :class:`Summarizer`'s. Close the scheduler at shutdown (or use it in a ``with`` block).
+    """
+    from memory_bank.summaries.summarizer import Summarizer
+
+    return RolloverScheduler(Summarizer(bank, chat_model, language, config=config))
