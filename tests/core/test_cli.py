@@ -99,3 +99,16 @@ def test_missing_store_and_malformed_file(tmp_path, capsys) -> None:  # type: ig
     code, _, err = run(capsys, "import", str(bad), "--store", str(tmp_path / "s"), "--encoder", "hashing")
     assert code == 2 and "'query' must be a string" in err
     assert bad.read_bytes() == before
+
+
+@pytest.mark.parametrize("module", ["memory_bank", "memory_bank.cli"])
+def test_python_dash_m_offers_every_command(module: str) -> None:
+    """``python -m`` (no console script on PATH) lists the commands the extension modules own."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=120, check=True
+    ).stdout
+    for command in ("import", "search", "summarize", "eval", "bench", "migrate", "check", "backup"):
+        assert f"    {command} " in out, command
