@@ -6,6 +6,7 @@ Registered as a CLI extension (see :func:`memory_bank.cli_support.register_exten
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from memory_bank.cli_support import command, open_bank, register_extension
 
@@ -29,6 +30,15 @@ def _add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tokens", metavar="FILE", help="HTTP: JSON file mapping bearer tokens to users")
     p.add_argument("--language", choices=["en", "zh"], default=None)
     p.add_argument("--encoder", default=None, help="encoder name (default: the config's)")
+    p.add_argument(
+        "--llm",
+        metavar="SPEC",
+        help=(
+            "write the day summaries, the portrait and the event summary in the background with this "
+            "LLM (e.g. llamacpp:/m.gguf, openai:gpt-4o-mini; default: the config's summaries.llm if "
+            "set, else no summaries)"
+        ),
+    )
     p.add_argument("-v", "--verbose", action="store_true")
 
 
@@ -41,5 +51,30 @@ def _mcp(args: argparse.Namespace) -> int:
 
     tokens = load_tokens(args.tokens) if args.tokens else None
     with open_bank(args, create=True) as bank:
-        serve(bank, user=args.user, transport=args.transport, port=args.port, tokens=tokens)
+        scheduler = _scheduler(bank, args.llm)
+        try:
+            serve(
+                bank,
+                user=args.user,
+                transport=args.transport,
+                port=args.port,
+                tokens=tokens,
+                summarizer=scheduler,
+            )
+        finally:
+            if scheduler is not None:
+                scheduler.close(wait=False)
     return 0
+
+
+def _scheduler(bank: Any, llm: str | None) -> Any:
+    """The background summaries for ``--llm`` (or the config's ``summaries.llm``), else ``None``."""
+    from memory_bank.summaries.config import load_summary_config
+
+    if llm is None and bank.config.summaries.llm is None:
+        return None
+    from memory_bank.summaries.scheduler import RolloverScheduler
+    from memory_bank.summaries.summarizer import summarizer_from_config
+
+    config = load_summary_config(None, base=bank.config.summaries, llm=llm)
+    return RolloverScheduler(summarizer_from_config(bank, config))

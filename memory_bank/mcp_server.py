@@ -32,6 +32,8 @@ from memory_bank.text import validate_user
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
+    from memory_bank.summaries.scheduler import RolloverScheduler
+
 logger = logging.getLogger(__name__)
 
 #: Loopback only: an MCP server over someone's memories is never reachable from the network.
@@ -97,8 +99,12 @@ class Users:
         return user
 
 
-def build_server(bank: MemoryBank, users: Users) -> "MCPServer":
-    """An MCP server with the memory tools of ``users``' user(s) in ``bank``."""
+def build_server(
+    bank: MemoryBank, users: Users, summarizer: "RolloverScheduler | None" = None
+) -> "MCPServer":
+    """An MCP server with the memory tools of ``users``' user(s) in ``bank``; with a
+    ``summarizer`` (:func:`~memory_bank.summaries.background_summaries`), saves and deletions
+    keep the day summaries, the portrait and the event summary up to date in the background."""
     _require_mcp()
     from mcp.server.mcpserver import Context, MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
@@ -144,7 +150,10 @@ def build_server(bank: MemoryBank, users: Users) -> "MCPServer":
     def save_memory(text: str, ctx: Context, reply: str = "") -> dict[str, Any]:
         """Save a memory of the user: a note (``text`` only) or a dialog turn (the user's
         message as ``text`` and the assistant's ``reply``). It is dated today."""
-        memory = bank.add_turn(user_of(ctx), text, reply)
+        user = user_of(ctx)
+        memory = bank.add_turn(user, text, reply)
+        if summarizer is not None:
+            summarizer.on_turn(user, memory.date)  # queues the finished days; never raises
         return _memory_dict(memory)
 
     @tool
@@ -164,7 +173,10 @@ def build_server(bank: MemoryBank, users: Users) -> "MCPServer":
     @tool
     def delete_memory(memory_id: str, ctx: Context) -> str:
         """Delete one of the user's memories for good (and the summaries that may quote it)."""
-        bank.delete_memory(user_of(ctx), memory_id)
+        user = user_of(ctx)
+        bank.delete_memory(user, memory_id)
+        if summarizer is not None:
+            summarizer.submit(user)  # that day's summaries may quote what was deleted
         return f"deleted {memory_id}"
 
     @tool
@@ -214,15 +226,17 @@ def serve(
     transport: str = "stdio",
     port: int = 8765,
     tokens: Mapping[str, str] | None = None,
+    summarizer: "RolloverScheduler | None" = None,
 ) -> None:
     """Run the server until stopped. HTTP with ``user`` and no ``tokens`` makes one token,
-    logged once (or taken from the ``MEMORYBANK_MCP_TOKEN`` environment variable)."""
+    logged once (or taken from the ``MEMORYBANK_MCP_TOKEN`` environment variable). See
+    :func:`build_server` for ``summarizer``."""
     import os
 
     if transport == "stdio":
         if user is None:
             raise InvalidInputError("memorybank mcp over stdio needs --user: the one user it serves")
-        build_server(bank, Users(user)).run("stdio")
+        build_server(bank, Users(user), summarizer).run("stdio")
         return
     if transport != "http":
         raise InvalidInputError(f"unknown transport {transport!r}; use stdio or http")
@@ -239,4 +253,9 @@ def serve(
     import uvicorn
 
     logger.info("MCP server on http://%s:%d/mcp for %d client token(s)", HOST, port, len(users.tokens))
-    uvicorn.run(http_app(build_server(bank, users), users, port), host=HOST, port=port, log_level="warning")
+    uvicorn.run(
+        http_app(build_server(bank, users, summarizer), users, port),
+        host=HOST,
+        port=port,
+        log_level="warning",
+    )

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from memory_bank.summaries.prompts import LANGUAGES, LanguagePack, Task, language_pack
     from memory_bank.summaries.scheduler import RolloverScheduler, background_summaries
     from memory_bank.summaries.state import due_days
-    from memory_bank.summaries.summarizer import Failure, Summarizer, SummaryReport
+    from memory_bank.summaries.summarizer import Failure, Summarizer, SummaryReport, summarizer_from_config
 
 #: public name -> module; imported on first use, so ``memorybank`` commands that do not
 #: summarise (and ``memory_bank.summaries.cli``) do not pay for the LangChain prompt stack.
@@ -53,7 +53,7 @@ _EXPORTS = {
     **dict.fromkeys(["ContextTooSmallError", "SummaryError", "SummaryTimeoutError"], "errors"),
     **dict.fromkeys(["LANGUAGES", "LanguagePack", "Task", "language_pack"], "prompts"),
     **dict.fromkeys(["RolloverScheduler", "background_summaries"], "scheduler"),
-    **dict.fromkeys(["Failure", "Summarizer", "SummaryReport"], "summarizer"),
+    **dict.fromkeys(["Failure", "Summarizer", "SummaryReport", "summarizer_from_config"], "summarizer"),
     "due_days": "state",
 }
 
@@ -87,4 +87,5 @@ __all__ = [
     "due_days",
     "language_pack",
     "load_summary_config",
+    "summarizer_from_config",
 ]

@@ -51,6 +51,7 @@ register_extension(_add_parsers)
 def _summarize(args: argparse.Namespace) -> int:
     from memory_bank.summaries.config import load_summary_config
     from memory_bank.summaries.state import due_days
+    from memory_bank.summaries.summarizer import summarizer_from_config
 
     # --language picks the summaries' language only; the store keeps its encoder (which the
     # core's --language would change) so summaries are embedded like the turns they sit with.
@@ -67,7 +68,7 @@ def _summarize(args: argparse.Namespace) -> int:
                     f"{u}: {', '.join(days) or 'nothing due'}"
                 )
             return 0
-        summarizer = _summarizer(bank, cfg)
+        summarizer = summarizer_from_config(bank, cfg)
         reports: list[Any] = []
         with progress(sum(len(d) + 1 for d in due.values()), "summarising", unit="step") as bar:
             for u in users:
@@ -88,13 +89,3 @@ def _summarize(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 1 if failed else 0
-
-
-def _summarizer(bank: Any, cfg: Any) -> Any:
-    from memory_bank.llm import build_chat_model, parse_llm_spec
-    from memory_bank.summaries.summarizer import Summarizer
-
-    spec = parse_llm_spec(cfg.llm)
-    if spec.n_ctx and not cfg.context_tokens:
-        cfg = cfg.model_copy(update={"context_tokens": spec.n_ctx})
-    return Summarizer(bank, build_chat_model(spec), cfg.language, config=cfg)

@@ -409,3 +409,15 @@ class Summarizer:
         raise SummaryError(
             f"{task.value} failed after {attempts} attempts: {type(error).__name__}: {error}"
         ) from error
+
+
+def summarizer_from_config(bank: MemoryBank, config: SummaryConfig) -> Summarizer:
+    """A :class:`Summarizer` with the chat model ``config.llm`` names (its context window
+    taken from the spec when the config sets none): what ``memorybank summarize`` and
+    ``memorybank mcp --llm`` use."""
+    from memory_bank.llm import build_chat_model, parse_llm_spec
+
+    spec = parse_llm_spec(config.llm)
+    if spec.n_ctx and not config.context_tokens:
+        config = config.model_copy(update={"context_tokens": spec.n_ctx})
+    return Summarizer(bank, build_chat_model(spec), config.language, config=config)

@@ -164,3 +164,38 @@ async def test_http_token_decides_the_user_and_foreign_hosts_are_refused(tmp_pat
             await call(jason, "save_memory", text="My dog is called Rex.")
         async with http_session(url, emily_token) as emily:
             assert [m["text"] for m in await call(emily, "list_memories")] == ["My cat is called Miso."]
+
+
+async def test_with_a_summarizer_saves_and_deletions_keep_the_profile_current(bank: MemoryBank, clock: Any) -> None:
+    """``memorybank mcp --llm SPEC``: notes saved over MCP get their day summarised in the
+    background, so ``get_profile`` has something to say; a deletion re-summarises the day."""
+    from memory_bank.mcp_server import Users, build_server
+    from memory_bank.summaries import SummaryConfig, background_summaries
+    from tests.summaries.conftest import ScriptedChatModel
+
+    config = SummaryConfig(backoff_s=0, call_timeout_s=None, max_attempts=1)
+    with background_summaries(bank, ScriptedChatModel(), "en", config=config) as scheduler:
+        server = build_server(bank, Users("Emily"), scheduler)
+
+        async def tool(name: str, **args: Any) -> Any:
+            result = await server.call_tool(name, args)
+            assert not result.is_error, result.content
+            return result.structured_content
+
+        await tool("save_memory", text="My cat is called MISO.")
+        secret = await tool("save_memory", text="My locker code word is ZEBRA.")
+        clock.advance(days=1)
+        await tool("save_memory", text="Good morning!")
+        assert scheduler.wait(10)
+        profile = await tool("get_profile")
+        assert "MISO" in profile["event_summary"] and "ZEBRA" in profile["event_summary"]
+        await tool("delete_memory", memory_id=secret["memory_id"])
+        assert scheduler.wait(10)
+        profile = await tool("get_profile")
+        assert "MISO" in profile["event_summary"] and "ZEBRA" not in profile["event_summary"]
+
+
+def test_without_llm_the_server_makes_no_summaries(bank: MemoryBank) -> None:
+    from memory_bank.mcp_cli import _scheduler
+
+    assert _scheduler(bank, None) is None  # no --llm, no summaries.llm in the config
