@@ -78,12 +78,13 @@ def _points() -> list[Point]:
     # The cold tier ranked in one candidate set with the live memories, forgotten ones less a
     # penalty (``cold_rank: joint``, the bank's default way to rank the cold tier).
     for tau, below, penalty in (
-        (7, None, 0.1),
-        (7, 1.3, 0.1),
         (7, 1.0, 0.1),
-        (7, 1.0, 0.0),
-        (5, 1.0, 0.1),
-        (10, 1.0, 0.1),
+        (7, 1.3, 0.1),
+        (7, 1.6, 0.1),
+        (7, None, 0.1),
+        (7, None, 0.05),
+        (5, None, 0.1),
+        (3, None, 0.1),
     ):
         pts.append(
             Point(
