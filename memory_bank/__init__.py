@@ -18,11 +18,13 @@ from memory_bank.errors import (
     StoreError,
     UserNotFoundError,
 )
+from memory_bank.explain import Explanation
 from memory_bank.forgetting import retention
 from memory_bank.records import Memory, MemoryKind, SearchResult
 
 __all__ = [
     "ConfigError",
+    "Explanation",
     "ForgetReport",
     "ForgettingConfig",
     "InvalidInputError",

@@ -26,6 +26,7 @@ from memory_bank.cold import ColdTier
 from memory_bank.config import MemoryBankConfig, load_config
 from memory_bank.embeddings import Encoder, get_encoder
 from memory_bank.errors import InvalidInputError, MemoryNotFoundError, UserNotFoundError
+from memory_bank.explain import STRONG_RETENTION, Explanation, Status
 from memory_bank.index import PartitionCache
 from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind, SearchResult, index_text, turn_text
 from memory_bank.retrieval import rank
@@ -471,6 +472,7 @@ class MemoryBank:
         with part.lock:
             ranked = rank(part, query, qvec, k, self.config.retrieval, now=today, allowed_kinds=allowed)
             rowids = part.rowids[ranked.positions].tolist()
+            live_rowids = part.rowids.copy()
         by_row = {m.rowid: m for m in self.storage.memories(rec.id, rowids=rowids)}
         found = []
         for rowid, score in zip(rowids, ranked.scores.tolist(), strict=True):
@@ -480,7 +482,10 @@ class MemoryBank:
             found.append((m, score))
         f = self.config.forgetting
         if f.cold_tier and (not found or found[0][1] < f.cold_below):
-            found = self._with_cold(rec, found, query, qvec, k, today, allowed)
+            if f.cold_rank == "joint":
+                found = self._joint(rec, query, qvec, k, today, allowed, live_rowids)
+            else:
+                found = self._with_cold(rec, found, query, qvec, k, today, allowed)
         retention = self._retention([m for m, _ in found], today)
         results = [SearchResult(m, score, r) for (m, score), r in zip(found, retention, strict=True)]
         if reinforce and results:
@@ -496,6 +501,31 @@ class MemoryBank:
                 _memories=[r.memory for r in results],
             )
         return results
+
+    def _joint(
+        self,
+        rec: UserRecord,
+        query: str,
+        qvec: np.ndarray,
+        k: int,
+        today: dt.date,
+        allowed: frozenset[str] | None,
+        live_rowids: np.ndarray,
+    ) -> list[tuple[Memory, float]]:
+        """Live and forgotten memories ranked as one set (see :mod:`memory_bank.cold`)."""
+        hits = self.cold.search_joint(
+            rec.id,
+            query,
+            qvec,
+            k,
+            self.config.retrieval,
+            live_rowids=live_rowids,
+            penalty=self.config.forgetting.cold_penalty,
+            now=today,
+            allowed_kinds=allowed,
+        )
+        by_row = {m.rowid: m for m in self.storage.memories(rec.id, rowids=[r for r, _ in hits])}
+        return [(by_row[r], s) for r, s in hits if r in by_row]
 
     def _with_cold(
         self,
@@ -694,18 +724,36 @@ class MemoryBank:
         )
         return cols, [k.value for k, p in parts for _ in range(len(p.rowids))]
 
-    def explain(self, user: str, memory_id: str, *, now: When = None) -> dict[str, Any]:
-        """Why a memory is strong or fading, for a memory view (see :func:`forgetting.explain`):
-        its recalls, strength, content class and weight, its kind's time scale, retention today,
-        the projected day it is forgotten if not recalled again, and whether it is archived."""
+    def explain(self, user: str, memory_id: str, *, now: When = None) -> Explanation:
+        """Why one memory is strong, fading or forgotten (see :mod:`memory_bank.explain`): its
+        recalls and strength, days since the last recall, content class, its kind's time scale,
+        retention today, the projected day it is forgotten if not recalled again, and
+        ``reason(language)``, a short sentence in English or Chinese."""
         rec = self.user(user)
-        m = self._find(rec, memory_id)
+        return self._explain(self._find(rec, memory_id), _as_date(now, self.clock))
+
+    def explanations(
+        self,
+        user: str,
+        *,
+        kinds: Iterable[MemoryKind] | None = None,
+        include_archived: bool = True,
+        now: When = None,
+    ) -> list[Explanation]:
+        """:meth:`explain` for every memory of ``user`` (forgotten ones too, by default), in the
+        store's order: what a memory view needs in one call; restore with :meth:`restore`."""
+        rec = self.user(user)
+        today = _as_date(now, self.clock)
+        mems = self.storage.memories(rec.id, kinds=kinds, include_archived=include_archived)
+        return [self._explain(m, today) for m in mems]
+
+    def _explain(self, m: Memory, today: dt.date) -> Explanation:
         f = self.config.forgetting
-        out = forgetting.explain(
+        e = forgetting.explain(
             kind=m.kind.value,
             strength=m.strength,
             anchor=m.recall_anchor,
-            now=_as_date(now, self.clock),
+            now=today,
             weight=m.weight if f.content_weights else 1.0,
             mode=f.mode,  # type: ignore[arg-type]
             tau=f.tau,
@@ -713,16 +761,50 @@ class MemoryBank:
             policy=f.policy,
             threshold=f.threshold,
         )
-        if m.kind.is_global or m.kind is MemoryKind.DAILY_PERSONALITY:  # never fade
-            out.update(retention=1.0, forgets_on=None)
-        content = salience.content_class(m.query) if m.kind is MemoryKind.TURN and m.query else None
-        return {"memory_id": m.memory_id, "archived": m.archived, "content_class": content, **out}
+        never = m.kind.is_global or m.kind is MemoryKind.DAILY_PERSONALITY
+        if never or f.mode == "off":
+            e.update(retention=1.0, forgets_on=None)
+        retention = float(e["retention"])  # type: ignore[arg-type]
+        status: Status
+        if m.archived:
+            status = "forgotten"
+        elif never or f.mode == "off":
+            status = "kept"
+        else:
+            status = "strong" if retention >= STRONG_RETENTION else "fading"
+        return Explanation(
+            memory_id=m.memory_id,
+            kind=m.kind.value,
+            archived=m.archived,
+            status=status,
+            strength=int(m.strength),
+            recalls=int(e["recalls"]),  # type: ignore[call-overload]
+            anchor=str(e["anchor"]),
+            days_since=max(forgetting.day_number(today) - forgetting.day_number(m.recall_anchor), 0),
+            content_class=salience.content_class(m.query) if m.kind is MemoryKind.TURN and m.query else None,
+            weight=float(e["weight"]),  # type: ignore[arg-type]
+            kind_scale=float(e["kind_scale"]),  # type: ignore[arg-type]
+            time_scale_days=float(e["time_scale_days"]),  # type: ignore[arg-type]
+            retention=retention,
+            forgets_on=e["forgets_on"],  # type: ignore[arg-type]
+            mode=f.mode,
+            policy=f.policy,
+        )
 
-    def restore(self, user: str, memory_ids: Sequence[str]) -> None:
-        """Bring archived (forgotten) memories back into retrieval."""
+    def restore(self, user: str, memory_ids: Sequence[str], *, now: When = None) -> None:
+        """Bring archived (forgotten) memories back into retrieval.
+
+        Restoring counts as recalling (strength + 1, the forgetting clock restarts ``now``), as
+        when the cold tier brings a memory back: otherwise the next daily pass would forget it
+        again at once. An id the user does not have is an error and nothing is restored."""
         rec = self.user(user)
-        mems = self.storage.memories_by_ids(rec.id, memory_ids)
+        wanted = set(memory_ids)
+        mems = self.storage.memories_by_ids(rec.id, wanted)
+        missing = wanted - {m.memory_id for m in mems}
+        if missing:
+            raise MemoryNotFoundError(f"user {rec.name!r} has no memory with id {sorted(missing)[0]!r}")
         self.storage.set_archived(rec.id, [m.rowid or 0 for m in mems], False)
+        self.reinforce(rec.name, list(wanted), now=now, _memories=mems)
 
     def archive(self, user: str, memory_ids: Sequence[str]) -> None:
         """Take memories out of retrieval without deleting them (undo with :meth:`restore`)."""

@@ -166,7 +166,7 @@ def _delete(args: argparse.Namespace) -> int:
 @command("restore")
 def _restore(args: argparse.Namespace) -> int:
     with open_bank(args) as bank:
-        bank.restore(args.user, args.memory_id)
+        bank.restore(args.user, args.memory_id, now=args.now)
     return 0
 
 

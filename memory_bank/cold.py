@@ -2,31 +2,68 @@
 
 A forgetting pass archives a memory: it leaves the live index, so the index stays small and
 searches stay fast and sharp. With ``forgetting.cold_tier`` on, a search whose best live score is
-below ``forgetting.cold_below`` also ranks the archived memories (the same ranking, over their
-own index) and merges the two lists by score: forgetting then costs latency on the searches that
-find nothing good, not knowledge (the human "it comes back to me"). A cold memory that is
-recalled is restored to the live tier by :meth:`memory_bank.MemoryBank.search`.
+below ``forgetting.cold_below`` also ranks the archived memories: forgetting then costs latency
+on the searches that find nothing good, not knowledge (the human "it comes back to me"). A cold
+memory that is recalled is restored to the live tier by :meth:`memory_bank.MemoryBank.search`.
 
-The cold index is built from stored vectors (no re-embedding) and rebuilt when the user's
-archive changes.
+Two ways to rank them (``forgetting.cold_rank``):
+
+* ``joint`` (default): one candidate set of live *and* forgotten memories, ranked by the bank's
+  pipeline with one more term, :class:`~memory_bank.retrieval.terms.ColdPenalty`
+  (``cold_penalty`` off a forgotten memory's score). Every other term sees both tiers, as with
+  forgetting off: BM25 is normalised over both, a day's evidence and a turn's neighbours are
+  found across them.
+* ``separate``: the archived memories are ranked on their own index and the two lists merged by
+  score (each tier normalised on its own, neighbours and day evidence within a tier only).
+
+The indexes are built from stored vectors (no re-embedding) and refreshed when the user's
+memories change.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from memory_bank.config import RetrievalConfig
 from memory_bank.index import PartitionCache
 from memory_bank.records import RETRIEVABLE_KINDS
-from memory_bank.retrieval import rank
+from memory_bank.retrieval import ColdPenalty, Pipeline, Query, rank
 from memory_bank.stores import Storage, VectorBatch
 
 
+def merge_batches(a: VectorBatch, b: VectorBatch) -> VectorBatch:
+    """The memories of two batches in one, in rowid order (a partition's order)."""
+    if not len(a.rowids):
+        return b
+    if not len(b.rowids):
+        return a
+    rowids = np.concatenate([a.rowids, b.rowids])
+    order = np.argsort(rowids, kind="stable")
+
+    def pick(x: list[Any] | None, y: list[Any] | None, n: int, m: int) -> list[Any]:
+        both = (x or [None] * n) + (y or [None] * m)
+        return [both[i] for i in order]
+
+    n, m = len(a.rowids), len(b.rowids)
+    return VectorBatch(
+        rowids[order],
+        np.concatenate([a.vectors, b.vectors])[order],
+        pick(a.texts, b.texts, n, m),
+        pick(a.kinds, b.kinds, n, m),
+        pick(a.dates, b.dates, n, m),
+        pick(a.turns, b.turns, n, m),
+        pick(a.queries, b.queries, n, m),
+        pick(a.responses, b.responses, n, m),
+    )
+
+
 class ColdTier:
-    """Per-user indexes of archived memories, loaded lazily; counts how often it was consulted."""
+    """Per-user indexes of archived memories (``separate``) or of all memories (``joint``),
+    loaded lazily; counts how often the tier was consulted."""
 
     def __init__(
         self, storage: Storage, encoder_name: Callable[[], str], dim: Callable[[], int], max_users: int
@@ -36,6 +73,9 @@ class ColdTier:
         self._cache = PartitionCache(
             loader=self._load, state=storage.user_state, dim=dim, max_users=max_users
         )
+        self._all = PartitionCache(
+            loader=self._load_all, state=storage.user_state, dim=dim, max_users=max_users
+        )
         #: Searches that consulted the cold tier, and those that found something there.
         self.consulted = 0
         self.found = 0
@@ -44,6 +84,41 @@ class ColdTier:
         return self._storage.vectors(
             user_id, self._encoder_name(), RETRIEVABLE_KINDS, after_rowid, archived=True
         )
+
+    def _load_all(self, user_id: int, after_rowid: int) -> VectorBatch:
+        live = self._storage.vectors(user_id, self._encoder_name(), RETRIEVABLE_KINDS, after_rowid)
+        return merge_batches(live, self._load(user_id, after_rowid))
+
+    def search_joint(
+        self,
+        user_id: int,
+        query: str,
+        query_vector: np.ndarray,
+        k: int,
+        cfg: RetrievalConfig,
+        *,
+        live_rowids: np.ndarray,
+        penalty: float,
+        now: dt.date,
+        allowed_kinds: frozenset[str] | None = None,
+    ) -> list[tuple[int, float]]:
+        """The ``k`` best of all the user's memories, live and forgotten, as ``(rowid, score)``,
+        best first; a memory whose rowid is not in ``live_rowids`` (ascending) scores ``penalty``
+        less (see the module)."""
+        self.consulted += 1
+        part = self._all.get(user_id)
+        if len(part) == 0:
+            return []
+        pipeline = Pipeline.from_config(cfg)
+        if penalty > 0:
+            pipeline = pipeline.with_term(ColdPenalty(penalty, live_rowids))
+        with part.lock:
+            parsed = Query.parse(part, query, query_vector, now=now, allowed_kinds=allowed_kinds)
+            ranked = pipeline.rank(part, parsed, k)
+            rowids = part.rowids[ranked.positions]
+        if len(rowids) and not bool(np.all(np.isin(rowids, live_rowids))):
+            self.found += 1
+        return list(zip(rowids.tolist(), ranked.scores.tolist(), strict=True))
 
     def search(
         self,
@@ -70,3 +145,4 @@ class ColdTier:
 
     def drop(self, user_id: int) -> None:
         self._cache.drop(user_id)
+        self._all.drop(user_id)

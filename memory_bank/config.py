@@ -108,6 +108,14 @@ class ForgettingConfig(_Strict):
     cold_below: float = Field(
         1.0, ge=0, description="consult the cold tier when the best live score is below this"
     )
+    cold_rank: Literal["joint", "separate"] = Field(
+        "joint",
+        description="joint: rank live and forgotten memories as one candidate set, forgotten ones "
+        "less cold_penalty; separate: rank the forgotten ones on their own and merge the lists by score",
+    )
+    cold_penalty: float = Field(
+        0.1, ge=0, description="with cold_rank=joint, subtracted from a forgotten memory's score"
+    )
 
     @field_validator("kind_scales")
     @classmethod

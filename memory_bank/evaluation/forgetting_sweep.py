@@ -70,7 +70,34 @@ def _points() -> list[Point]:
             Point(
                 f"cold-{tau}-{below or 'always'}",
                 f"+ content weights + cold tier (below {below or 'always'})",
-                _threshold(tau, content_weights=True, cold_tier=True, cold_below=below or 1e9),
+                _threshold(
+                    tau, content_weights=True, cold_tier=True, cold_below=below or 1e9, cold_rank="separate"
+                ),
+            )
+        )
+    # The cold tier ranked in one candidate set with the live memories, forgotten ones less a
+    # penalty (``cold_rank: joint``, the bank's default way to rank the cold tier).
+    for tau, below, penalty in (
+        (7, 1.0, 0.1),
+        (7, 1.3, 0.1),
+        (7, 1.6, 0.1),
+        (7, None, 0.1),
+        (7, None, 0.05),
+        (5, None, 0.1),
+        (3, None, 0.1),
+    ):
+        pts.append(
+            Point(
+                f"joint-{tau}-{below or 'always'}-p{penalty:g}",
+                f"+ content weights + cold tier ranked jointly (below {below or 'always'})",
+                _threshold(
+                    tau,
+                    content_weights=True,
+                    cold_tier=True,
+                    cold_below=below or 1e9,
+                    cold_rank="joint",
+                    cold_penalty=penalty,
+                ),
             )
         )
     return pts

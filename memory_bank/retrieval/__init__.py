@@ -43,11 +43,21 @@ from memory_bank.retrieval.candidates import Candidates, CandidateStep
 from memory_bank.retrieval.pipeline import Fusion, Pipeline, Ranked, rank, weighted_sum
 from memory_bank.retrieval.query import Context, Query
 from memory_bank.retrieval.stages import DayEvidence, NeighbourLift, Stage
-from memory_bank.retrieval.terms import Dense, Echo, Lexical, NamedDay, NamedMonth, Term, Unanswered
+from memory_bank.retrieval.terms import (
+    ColdPenalty,
+    Dense,
+    Echo,
+    Lexical,
+    NamedDay,
+    NamedMonth,
+    Term,
+    Unanswered,
+)
 
 __all__ = [
     "CandidateStep",
     "Candidates",
+    "ColdPenalty",
     "Context",
     "DayEvidence",
     "Dense",

@@ -15,6 +15,10 @@ adds ``weight * score`` over the terms, in their order. The default terms, built
   turns give way to the turn where the user *said* it;
 * ``unanswered``: minus 1 for a question turn whose reply gave no answer ("I'm not sure...").
 
+Not built from the retrieval config: ``cold`` (:class:`ColdPenalty`), minus 1 for a forgotten
+(archived) memory, which the bank adds when it ranks live and forgotten memories together
+(``forgetting.cold_rank: joint``, see :mod:`memory_bank.cold`).
+
 A term whose weight is 0 is not built, so it costs nothing.
 """
 
@@ -126,6 +130,24 @@ class Unanswered:
 
     def score(self, ctx: Context, positions: np.ndarray) -> np.ndarray:
         return -np.asarray(ctx.part.unanswered(positions), dtype=np.float32)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ColdPenalty:
+    """Minus 1 for a memory that is not live (its rowid is not in ``live_rowids``, ascending).
+
+    Ranking forgotten memories in one candidate set with the live ones keeps every other term
+    consistent (BM25 normalised over both, day evidence and neighbours across both); the
+    penalty then says how much better a forgotten memory must match to outrank a live one.
+    """
+
+    weight: float
+    live_rowids: np.ndarray
+    name: str = "cold"
+
+    def score(self, ctx: Context, positions: np.ndarray) -> np.ndarray:
+        live = member(ctx.part.rowids[positions], self.live_rowids)
+        return -(~live).astype(np.float32)
 
 
 def default_terms(cfg: RetrievalConfig) -> list[Term]:

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from memory_bank import forgetting, salience
-from memory_bank.errors import ConfigError
+from memory_bank import Explanation, forgetting, salience
+from memory_bank.errors import ConfigError, InvalidInputError, MemoryNotFoundError
 from memory_bank.records import MemoryKind
 
 CALENDAR = {"mode": "paper", "tau": 10.0, "policy": "threshold", "threshold": 0.05, "daily_pass": False}
@@ -139,12 +139,124 @@ def test_explain_says_why_a_memory_fades(make_bank, tmp_path) -> None:  # type: 
     bank.add_turn("Ann", "My sister Jo is moving to Lisbon for a design job.", "Exciting!", at="2023-05-01T09:00")
     bank.reinforce("Ann", ["Ann_2023-05-01_0"], now="2023-05-11")
     e = bank.explain("Ann", "Ann_2023-05-01_0", now="2023-05-21")
-    assert e["recalls"] == 1 and e["strength"] == 2 and e["content_class"] == "personal"
-    assert e["time_scale_days"] == 20.0 and e["anchor"] == "2023-05-11"
-    assert e["retention"] == pytest.approx(math.exp(-10 / 40))
-    assert e["forgets_on"] == "2023-09-08"  # 40 * ln 20 = 119.8 -> day 120 after the recall
-    assert e["archived"] is False
+    assert isinstance(e, Explanation)
+    assert e.recalls == 1 and e.strength == 2 and e.content_class == "personal"
+    assert e.time_scale_days == 20.0 and e.anchor == "2023-05-11" and e.days_since == 10
+    assert e.retention == pytest.approx(math.exp(-10 / 40))
+    assert e.forgets_on == "2023-09-08"  # 40 * ln 20 = 119.8 -> day 120 after the recall
+    assert e.archived is False and e.status == "strong"
+    assert e.reason("en") == (
+        "strong: recalled on 1 days, last 10 days ago; about the user's life (time scale 20 days); "
+        "forgotten on 2023-09-08 unless recalled"
+    )
+    assert e.reason("zh") == (
+        "牢固：在1天里被回忆过，最近一次在10天前；关于用户生活（时间尺度20天）；若不再回忆，将于2023-09-08遗忘"
+    )
+    assert e.to_dict()["reason"]["zh"] == e.reason("zh")
+    with pytest.raises(InvalidInputError, match="use one of en, zh"):
+        e.reason("fr")
     off = make_bank(tmp_path / "off")
     off.add_turn("Ann", "Hi!", "Hello!", at="2023-05-01T09:00")
     e = off.explain("Ann", "Ann_2023-05-01_0", now="2024-05-01")
-    assert e["forgets_on"] is None and e["retention"] == 1.0
+    assert e.forgets_on is None and e.retention == 1.0 and e.status == "kept"
+    assert e.reason("en") == "kept: forgetting is off" and e.reason("zh") == "保留：遗忘已关闭"
+
+
+def test_explanations_cover_every_memory_with_its_state(make_bank) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank(forgetting={**CALENDAR, "content_weights": True, "kind_scales": {"daily_summary": 4}})
+    bank.add_turn("Ann", "Hi there!", "Hello!", at="2023-05-01T09:00")
+    bank.add_turn("Ann", "My sister Jo is moving to Lisbon for a design job.", "Exciting!", at="2023-05-01T09:01")
+    bank.set_layer("Ann", MemoryKind.DAILY_SUMMARY, "Ann's sister moves to Lisbon.", date="2023-05-01")
+    bank.set_layer("Ann", MemoryKind.GLOBAL_PORTRAIT, "Ann is close to her sister.")
+    bank.forget("Ann", now="2023-05-09")  # small talk (tau 2.5) is gone after day 7
+    by_id = {e.memory_id: e for e in bank.explanations("Ann", now="2023-05-21")}
+    small, personal = by_id["Ann_2023-05-01_0"], by_id["Ann_2023-05-01_1"]
+    assert (small.status, small.archived, small.content_class) == ("forgotten", True, "small_talk")
+    assert small.reason("en") == (
+        "forgotten: learned 20 days ago, never recalled; small talk (time scale 2.5 days); "
+        "restore it to bring it back"
+    )
+    assert small.reason("zh") == "已遗忘：20天前记下，从未回忆；闲聊（时间尺度2.5天）；可恢复"
+    # personal: tau 20, R = exp(-20 / 20) = 0.37 < 0.5
+    assert personal.status == "fading" and personal.retention == pytest.approx(math.exp(-1))
+    assert personal.reason("en").startswith("fading: learned 20 days ago, never recalled; about the user's life")
+    summary = by_id["Ann_2023-05-01_summary"]
+    assert (summary.kind, summary.kind_scale, summary.time_scale_days, summary.status) == (
+        "daily_summary",
+        4.0,
+        40.0,
+        "strong",
+    )
+    assert "a daily summary (time scale 40 days)" in summary.reason("en")
+    portrait = next(e for e in by_id.values() if e.kind == "global_portrait")
+    assert portrait.status == "kept" and "never fade" in portrait.reason("en")
+    assert len(bank.explanations("Ann", include_archived=False, now="2023-05-21")) == len(by_id) - 1
+
+
+def test_restore_counts_as_a_recall_so_the_next_pass_keeps_it(make_bank) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank(forgetting=CALENDAR)
+    bank.add_turn("Ann", "My cat is called Miso.", "Sweet name.", at="2023-05-01T09:00")
+    assert bank.forget("Ann", now="2023-06-01")["Ann"].forgotten == ["Ann_2023-05-01_0"]
+    bank.restore("Ann", ["Ann_2023-05-01_0"], now="2023-06-02")
+    e = bank.explain("Ann", "Ann_2023-05-01_0", now="2023-06-03")
+    assert (e.archived, e.strength, e.anchor, e.status) == (False, 2, "2023-06-02", "strong")
+    assert bank.forget("Ann", now="2023-06-03")["Ann"].forgotten == []
+    with pytest.raises(MemoryNotFoundError, match="Ann_2023-05-01_9"):
+        bank.restore("Ann", ["Ann_2023-05-01_0", "Ann_2023-05-01_9"])
+
+
+JOINT = {**CALENDAR, "cold_tier": True, "cold_below": 10.0, "cold_rank": "joint"}
+
+
+def _twins(bank) -> None:  # type: ignore[no-untyped-def]
+    """The same words twice: an old memory that will be forgotten and a recent one that stays."""
+    bank.add_turn("Ann", "My cat Miso likes tuna.", "Sweet.", at="2023-05-01T09:00")
+    bank.add_turn("Ann", "I started the cello in June.", "Great.", at="2023-06-20T09:00")
+    bank.add_turn("Ann", "My cat Miso likes tuna.", "Sweet.", at="2023-06-20T09:01")
+    assert bank.forget("Ann", now="2023-06-21")["Ann"].forgotten == ["Ann_2023-05-01_0"]
+
+
+def test_joint_cold_ranking_takes_the_penalty_off_forgotten_memories(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank(forgetting={**JOINT, "cold_penalty": 0.25})
+    _twins(bank)
+    hits = bank.search("Ann", "Miso tuna", k=3, now="2023-06-21")
+    assert [h.memory.memory_id for h in hits][:2] == ["Ann_2023-06-20_1", "Ann_2023-05-01_0"]
+    assert hits[1].memory.archived and bank.cold.consulted == 1 and bank.cold.found == 1
+    # The forgotten twin scores the penalty less, and so does its day's evidence (it is alone on
+    # its day: day_weight 0.15 of its own score); the live twin is untouched.
+    plain = make_bank(tmp_path / "plain", forgetting={**JOINT, "cold_penalty": 0.0})
+    _twins(plain)
+    twins = [h for h in plain.search("Ann", "Miso tuna", k=3, now="2023-06-21") if "Miso" in h.memory.text]
+    diff = {h.memory.memory_id: h.score for h in twins}
+    penalised = {h.memory.memory_id: h.score for h in hits if "Miso" in h.memory.text}
+    assert penalised["Ann_2023-05-01_0"] == pytest.approx(diff["Ann_2023-05-01_0"] - 0.25 * 1.15, abs=1e-5)
+    assert penalised["Ann_2023-06-20_1"] == pytest.approx(diff["Ann_2023-06-20_1"], abs=1e-5)
+
+
+def test_joint_cold_ranking_scores_like_forgetting_off_without_a_penalty(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """One candidate set: with no penalty, the scores are those of an index that forgot nothing
+    (BM25 normalised over both tiers, neighbours and day evidence across them)."""
+    joint = make_bank(forgetting={**JOINT, "cold_penalty": 0.0})
+    separate = make_bank(tmp_path / "separate", forgetting={**JOINT, "cold_rank": "separate"})
+    off = make_bank(tmp_path / "off")
+    for b in (joint, separate, off):
+        _twins(b) if b is not off else None
+    for when, q, r in (
+        ("2023-05-01T09:00", "My cat Miso likes tuna.", "Sweet."),
+        ("2023-06-20T09:00", "I started the cello in June.", "Great."),
+        ("2023-06-20T09:01", "My cat Miso likes tuna.", "Sweet."),
+    ):
+        off.add_turn("Ann", q, r, at=when)
+
+    def ranking(b) -> list[tuple[str, float]]:  # type: ignore[no-untyped-def]
+        return [(h.memory.memory_id, round(h.score, 5)) for h in b.search("Ann", "cello tuna", k=3, now="2023-06-21")]
+
+    assert ranking(joint) == ranking(off)
+    assert ranking(separate) != ranking(off)
+
+
+def test_cold_rank_is_validated(make_bank) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ConfigError, match="cold_rank"):
+        make_bank(forgetting={"cold_rank": "both"})
+    with pytest.raises(ConfigError, match="cold_penalty"):
+        make_bank(forgetting={"cold_penalty": -1})
