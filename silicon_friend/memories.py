@@ -10,14 +10,18 @@ import datetime as dt
 import functools
 import json
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+import memory_bank.forgetting as forgetting
 from memory_bank import MemoryBank, MemoryKind
-from memory_bank.forgetting import elapsed_days, retention_array
+from memory_bank.forgetting import retention_array
+from memory_bank.languages import pick
 from memory_bank.original_format import export_data, write_json_atomic
+from memory_bank.records import Memory
 from memory_bank.text import has_cjk
 
 #: Columns of :func:`memory_rows`.
@@ -69,54 +73,107 @@ def memory_rows(bank: MemoryBank, user: str, *, now: dt.datetime | None = None) 
     return rows
 
 
+@dataclasses.dataclass(frozen=True)
+class PlotTexts:
+    """The words of :func:`retention_figure`, one set per language."""
+
+    title: str
+    title_off: str
+    x_label: str
+    y_label: str
+    today: str
+    empty: str
+
+
+PLOT_TEXTS: dict[str, PlotTexts] = {
+    "en": PlotTexts(
+        title="How strongly each memory is kept, by date",
+        title_off="Forgetting is off in this store: every memory keeps retention 1",
+        x_label="date (learned or last recalled, then the days ahead)",
+        y_label="retention",
+        today="today",
+        empty="no memories yet",
+    ),
+    "zh": PlotTexts(
+        title="每条记忆的保持程度（按日期）",
+        title_off="本记忆库未开启遗忘：每条记忆的保持率都是 1",
+        x_label="日期（记住或上次回忆之日，及之后的日子）",
+        y_label="保持率",
+        today="今天",
+        empty="还没有记忆",
+    ),
+}
+
+
 def retention_figure(
     bank: MemoryBank,
     user: str,
     *,
+    memories: Sequence[Memory] | None = None,
     now: dt.datetime | None = None,
     max_curves: int = 12,
     horizon_days: int = 30,
+    language: str = "en",
 ) -> Any:
-    """A matplotlib figure of the forgetting curves of the user's most recent memories.
+    """A matplotlib figure of the retention of ``memories`` (default: the user's latest turns and
+    daily summaries), at most ``max_curves`` of them, on a time axis of real dates.
 
-    Each curve is ``R(t) = exp(-t / (tau * S))`` from the day the memory was learned or last
-    recalled, continued ``horizon_days`` into the future. With forgetting off in this store the
-    curves show what the paper's model would do. Uses ``matplotlib.figure.Figure`` (no pyplot,
-    no global state), so it is safe in a multi-threaded server.
+    Each curve starts on the day the memory was learned or last recalled and follows the store's
+    own forgetting setting (mode, time scale per kind and content weight), so it agrees with the
+    retention the memory table shows; it goes on ``horizon_days`` past today. Uses
+    ``matplotlib.figure.Figure`` (no pyplot, no global state): safe in a multi-threaded server.
     """
+    from matplotlib import dates as mdates
     from matplotlib.figure import Figure
 
+    t = pick(PLOT_TEXTS, language, "plot texts")
     today = (now or bank.clock()).date()
     cfg = bank.config.forgetting
-    mode = cfg.mode if cfg.mode != "off" else "paper"
-    mems = []
-    if bank.has_user(user):
-        mems = [
-            m
-            for m, _ in bank.memories(user, include_archived=False, now=now)
-            if m.kind in (MemoryKind.TURN, MemoryKind.DAILY_SUMMARY)
-        ]
-    mems = sorted(mems, key=lambda m: (m.recall_anchor, m.date, m.turn or 0))[-max_curves:]
+    if memories is None:
+        memories = []
+        if bank.has_user(user):
+            memories = [
+                m
+                for m, _ in bank.memories(user, include_archived=False, now=now)
+                if m.kind in (MemoryKind.TURN, MemoryKind.DAILY_SUMMARY)
+            ]
+        memories = sorted(memories, key=lambda m: (m.recall_anchor, m.date, m.turn or 0), reverse=True)
+    mems = [m for m in memories if m.kind in (MemoryKind.TURN, MemoryKind.DAILY_SUMMARY)][:max_curves]
     fig = Figure(figsize=(8, 4.2), dpi=100)
     ax = fig.add_subplot()
+    end = today + dt.timedelta(days=horizon_days)
     for m in mems:
-        start = -float(elapsed_days([m.recall_anchor], today)[0])
-        days = np.linspace(start, horizon_days, 200)
-        r = retention_array(days - start, np.full_like(days, m.strength), mode=mode, tau=cfg.tau)
-        label = _short(m.text, 38) + f" (S={m.strength})"
-        ax.plot(days, r, label=label, linewidth=1.4)
-    ax.axvline(0, color="grey", linestyle="--", linewidth=1)
-    ax.set_xlabel("days from today")
-    ax.set_ylabel("retention R")
+        start = dt.date.fromisoformat(m.recall_anchor[:10])
+        days = np.linspace(0.0, max((end - start).days, 1), 240)
+        scale = forgetting.time_scales(
+            cfg.tau,
+            [m.kind.value],
+            np.asarray([m.weight if cfg.content_weights else 1.0]),
+            kind_scales=cfg.kind_scales,  # type: ignore[arg-type]
+        )
+        tau = float(np.asarray(scale).reshape(-1)[0])
+        r = retention_array(days, np.full_like(days, m.strength), mode=cfg.mode, tau=tau)
+        x = [start + dt.timedelta(days=float(d)) for d in days]
+        ax.plot(x, r, label=_short(m.text, 38) + f" (S={m.strength})", linewidth=1.4)  # type: ignore[arg-type]
+    ax.axvline(today, color="grey", linestyle="--", linewidth=1, label=t.today)  # type: ignore[arg-type]
+    locator = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    ax.set_xlabel(t.x_label)
+    ax.set_ylabel(t.y_label)
     ax.set_ylim(0, 1.05)
-    note = "" if cfg.mode != "off" else " (forgetting is off in this store: the paper's curve)"
-    ax.set_title(f"Forgetting curves, R = exp(-t/S){note}", fontsize=10)
+    ax.set_title(t.title_off if cfg.mode == "off" else t.title, fontsize=10)
+    cjk = language != "en" or any(has_cjk(m.text) for m in mems)
+    family = list(font_families()) if cjk else None
+    if family:
+        for item in (ax.title, ax.xaxis.label, ax.yaxis.label):
+            item.set_fontfamily(family)
     if mems:
-        cjk = any(has_cjk(m.text) for m in mems)
-        prop = {"family": list(font_families()), "size": 7} if cjk else {"size": 7}
-        ax.legend(prop=prop, loc="upper right", framealpha=0.8)
+        ax.legend(
+            prop={"family": family, "size": 7} if family else {"size": 7}, loc="lower left", framealpha=0.8
+        )
     else:
-        ax.text(0.5, 0.5, "no memories yet", ha="center", va="center", transform=ax.transAxes)
+        ax.text(0.5, 0.5, t.empty, ha="center", va="center", transform=ax.transAxes, fontfamily=family)
     fig.tight_layout()
     return fig
 

@@ -25,8 +25,10 @@ import gradio as gr
 from memory_bank.errors import MemoryBankError
 from memory_bank.text import validate_user
 from silicon_friend.engine import ChatSettings, Session, SiliconFriend
-from silicon_friend.memories import export_bytes, memory_rows, retention_figure
+from silicon_friend.memories import export_bytes
 from silicon_friend.web.downloads import DownloadStore
+from silicon_friend.web.memory_tab import CSS as MEMORY_TAB_CSS
+from silicon_friend.web.memory_tab import MemoryTab
 from silicon_friend.web.safe_text import inert_markdown
 from silicon_friend.web.sessions import SessionRegistry, WebSession
 from silicon_friend.web.texts import UITexts, ui_texts
@@ -79,7 +81,7 @@ class WebApp:
         concurrency: replies generated at once (a local model still runs one at a time).
     """
 
-    css = CSS
+    css = CSS + MEMORY_TAB_CSS
 
     def __init__(self, engine: SiliconFriend, *, auth: bool = False, concurrency: int = 4) -> None:
         self.engine = engine
@@ -88,6 +90,7 @@ class WebApp:
         self.concurrency = concurrency
         self.sessions = SessionRegistry()
         self.downloads = DownloadStore()
+        self.memory_tab = MemoryTab(self)
 
     @staticmethod
     def theme() -> Any:
@@ -336,43 +339,7 @@ class WebApp:
             f"**{t.portrait_title}**\n\n{inert_markdown(profile['global_portrait']) or t.no_summary}"
         )
 
-    # -- memory handlers ----------------------------------------------------------------------
-    def memories(self, name: str, request: gr.Request) -> tuple[Any, ...]:
-        """The table, the forgetting-curve plot and the delete dropdown for the tab's user."""
-        if self._tab(request).session is None and not self.auth and not (name or "").strip():
-            return [], None, gr.update(choices=[], value=None)
-        try:
-            session = self._session(name, request)
-        except Refused as e:
-            self._warn(str(e))
-            return gr.update(), gr.update(), gr.update()
-        bank = self.engine.bank
-        rows = memory_rows(bank, session.user)
-        table = [r.as_list() for r in rows]
-        figure = retention_figure(bank, session.user)
-        choices = [
-            (f"{r.date} · {r.text[:60]}", r.memory_id)
-            for r in rows
-            if r.kind == "turn" or r.kind == "daily_summary"
-        ]
-        return table, figure, gr.update(choices=choices, value=None)
-
-    def delete_memory(self, name: str, memory_id: str | None, request: gr.Request) -> tuple[Any, ...]:
-        try:
-            session = self._session(name, request)
-        except Refused as e:
-            self._warn(str(e))
-            return gr.update(), gr.update(), gr.update(), gr.update()
-        if memory_id:
-            try:
-                self.engine.bank.delete_memory(session.user, memory_id)
-            except MemoryBankError as e:
-                self._warn(str(e))
-                return gr.update(), gr.update(), gr.update(), gr.update()
-            session.turns = [t for t in session.turns if t.memory_id != memory_id]
-            gr.Info(self.texts.deleted.replace("{memory_id}", memory_id))
-        return (*self.memories(name, request), self._render_tab(request))
-
+    # -- memory handlers (the rest of the tab is silicon_friend.web.memory_tab) ------------------
     def export(self, name: str, request: gr.Request) -> Any:
         """A download link to the user's memory file, valid for a few minutes and only for them."""
         try:
@@ -390,7 +357,7 @@ class WebApp:
         return gr.update(value=text, visible=True)
 
     def forget_me(self, name: str, confirmed: bool, request: gr.Request) -> tuple[Any, ...]:
-        keep = (gr.update(),) * 8
+        keep = (gr.update(),) * (6 + len(self.memory_tab.outputs))
         try:
             user = self._user_for(name, request)
         except Refused as e:
@@ -410,20 +377,12 @@ class WebApp:
         if self.engine.bank.has_user(user):
             self.engine.bank.delete_user(user)
         self.downloads.drop_user(user)
+        self.memory_tab.views.drop_user(user)
         logger.info("forgot a user at their request")
         fresh = self.engine.start(user)
         self._tab(request).session = fresh
         status = self.texts.forgot.replace("{user}", inert_markdown(user.strip()))
-        return (
-            status,
-            [],
-            [],
-            None,
-            gr.update(choices=[], value=None),
-            False,
-            gr.update(value="", visible=False),
-            "",
-        )
+        return (status, [], *self.memory_tab.cleared(), False, gr.update(value="", visible=False), "")
 
     # -- layout -------------------------------------------------------------------------------
     def build(self) -> gr.Blocks:
@@ -466,18 +425,7 @@ class WebApp:
                         )
                         top_k = gr.Slider(0, max(10, s.top_k), value=s.top_k, step=1, label=t.top_k)
                 with gr.Tab(t.memories_tab, id="memories") as memories_tab:
-                    refresh = gr.Button(t.refresh, elem_id="sf-refresh")
-                    table = gr.Dataframe(
-                        headers=list(t.columns),
-                        interactive=False,
-                        wrap=True,
-                        column_widths=["15%", "9%", "10%", "42%", "6%", "6%", "7%", "5%"],
-                        elem_id="sf-memory-table",
-                    )
-                    plot = gr.Plot(elem_id="sf-plot")
-                    with gr.Row():
-                        victim = gr.Dropdown(label=t.memory_id, choices=[], scale=4, elem_id="sf-victim")
-                        delete = gr.Button(t.delete_memory, variant="stop", scale=1, elem_id="sf-delete")
+                    memory_outputs = self.memory_tab.build(name, chatbot, memories_tab)
                     export = gr.Button(t.export, elem_id="sf-export")
                     export_link = gr.Markdown(visible=False, elem_id="sf-export-link")
                     with gr.Row():
@@ -487,12 +435,11 @@ class WebApp:
                         forget = gr.Button(t.forget_me, variant="stop", elem_id="sf-forget")
 
             sliders = [temperature, top_p, max_tokens, top_k]
-            memory_outputs = [table, plot, victim]
             quiet: dict[str, Any] = {"show_progress": "hidden"}
             remember_event = gr.on(
                 [remember.click, name.submit], self.remember, [name], [status, chatbot, name]
             )
-            remember_event.then(self.memories, [name], memory_outputs, **quiet)
+            remember_event.then(self.memory_tab.memories, self.memory_tab.inputs, memory_outputs, **quiet)
             gr.on(
                 [send.click, message.submit],
                 self.send,
@@ -509,17 +456,16 @@ class WebApp:
             )
             remove.click(self.remove_last, None, [chatbot])
             summarize.click(self.summarize, [name], [summary], **chat_limit)
-            gr.on([refresh.click, memories_tab.select], self.memories, [name], memory_outputs, **quiet)
-            delete.click(self.delete_memory, [name, victim], [*memory_outputs, chatbot], **quiet)
             export.click(self.export, [name], [export_link], **quiet)
             forget.click(
                 self.forget_me,
                 [name, confirm],
-                [status, chatbot, table, plot, victim, confirm, export_link, summary],
+                [status, chatbot, *memory_outputs, confirm, export_link, summary],
                 **quiet,
             )
             demo.load(self.on_load, None, [name, status])
             demo.unload(self.on_unload)
+            demo.unload(self.memory_tab.on_unload)
         return demo
 
 

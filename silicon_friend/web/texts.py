@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from memory_bank.languages import pick
+from silicon_friend.memory_view import ReasonTexts
 
 
 @dataclasses.dataclass(frozen=True)
@@ -159,3 +160,188 @@ UI: dict[str, UITexts] = {
 
 def ui_texts(language: str) -> UITexts:
     return pick(UI, language, "interface texts")
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryTabTexts:
+    """The strings of the "My memories" tab (:mod:`silicon_friend.web.memory_tab`)."""
+
+    knows_title: str
+    daily_title: str
+    day_events: str
+    day_mood: str
+    older_days: str
+    knows_empty: str
+    stale_note: str
+    add_label: str
+    add_placeholder: str
+    add_button: str
+    added: str
+    search_label: str
+    search_placeholder: str
+    kind_label: str
+    status_label: str
+    since_label: str
+    until_label: str
+    apply: str
+    previous: str
+    next: str
+    page_info: str
+    none_found: str
+    no_memories: str
+    plot_caption: str
+    select_hint: str
+    columns: tuple[str, ...]
+    kinds: dict[str, str]
+    statuses: dict[str, str]
+    why_title: str
+    facts: str
+    edit_label: str
+    save: str
+    saved: str
+    delete: str
+    deleted: str
+    undo: str
+    undone: str
+    nothing_to_undo: str
+    restore: str
+    restored: str
+    pick_first: str
+    gone: str
+    reasons: ReasonTexts
+
+
+MEMORY_UI: dict[str, MemoryTabTexts] = {
+    "en": MemoryTabTexts(
+        knows_title="What I know about you",
+        daily_title="Day by day",
+        day_events="Events",
+        day_mood="Personality and mood",
+        older_days="…and {n} earlier days (choose the kind “day’s events” below to see them all).",
+        knows_empty=(
+            "Nothing yet. When a day of chatting is over I write down what happened and what you are like "
+            "(or right away: “Summarize Memory Bank” on the Chat tab). It will all be shown here."
+        ),
+        stale_note="Some of this is out of date after recent changes; it is rewritten at the next summary.",
+        add_label="Remember that…",
+        add_placeholder="e.g. My sister Jo lives in Lisbon.",
+        add_button="Remember this",
+        added="Remembered: “{text}”",
+        search_label="Search",
+        search_placeholder="words in the memory",
+        kind_label="Kind",
+        status_label="Show",
+        since_label="From (YYYY-MM-DD)",
+        until_label="To (YYYY-MM-DD)",
+        apply="Search",
+        previous="◀ Previous",
+        next="Next ▶",
+        page_info="Memories {first}–{last} of {total} · page {page} of {pages}",
+        none_found="No memory matches these filters.",
+        no_memories="No memories yet: chat on the Chat tab, or add one above.",
+        plot_caption="The plot shows the {n} newest chat turns and daily summaries of this page.",
+        select_hint="Click a row to read the whole memory, see why it fades, and edit, delete or restore it.",
+        columns=("date", "kind", "text", "strength", "retention", "recalls", "last recall", "status"),
+        kinds={
+            "all": "All kinds",
+            "turn": "chat turn",
+            "daily_summary": "day’s events",
+            "daily_personality": "day’s mood",
+            "global_summary": "all events",
+            "global_portrait": "portrait",
+        },
+        statuses={"all": "Kept and forgotten", "kept": "kept", "forgotten": "forgotten"},
+        why_title="Why it fades",
+        facts="strength {strength} · recalls {recalls} · last recall {last} · time scale {days} day(s) · retention {r}",
+        edit_label="Edit the text",
+        save="Save changes",
+        saved="Saved the new text.",
+        delete="Delete",
+        deleted="Deleted “{text}”. You can undo this.",
+        undo="Undo delete",
+        undone="Brought back “{text}”.",
+        nothing_to_undo="There is no deletion to undo.",
+        restore="Restore",
+        restored="Restored: this memory comes up in chats again.",
+        pick_first="Click a memory in the table first.",
+        gone="That memory no longer exists (deleted in another tab?); the table was refreshed.",
+        reasons=ReasonTexts(
+            archived="Forgotten: its retention fell too low, so it no longer comes up in chats. Restore it to bring it back.",
+            off="Forgetting is off in this store, so it keeps full strength.",
+            never_fades="Summaries of who you are never fade; they are rewritten from your chats.",
+            recalled="Recalled on {n} day(s), last on {date}.",
+            never_recalled="Never recalled since {date}.",
+            fading="A {kind} fades over about {days} days per unit of strength; retention today {r:.2f}.",
+            forgets_on="Unless it comes up again, it is forgotten around {date}.",
+            classes={
+                "small_talk": "It is small talk, so it fades fast.",
+                "personal": "It is about your life, so it lasts longer.",
+            },
+        ),
+    ),
+    "zh": MemoryTabTexts(
+        knows_title="我对你的了解",
+        daily_title="逐日记录",
+        day_events="事件",
+        day_mood="性格与情绪",
+        older_days="……以及更早的 {n} 天（在下方类型中选“当日事件”可看全部）。",
+        knows_empty="还没有。每天聊完后，我会记下发生了什么、你是怎样的人（也可以在“聊天”页点“总结记忆库”立即生成），都会显示在这里。",
+        stale_note="最近有改动，部分内容已过时；下次总结时会重写。",
+        add_label="请记住……",
+        add_placeholder="例如：我妹妹住在成都。",
+        add_button="记住这条",
+        added="已记住：“{text}”",
+        search_label="搜索",
+        search_placeholder="记忆中的词",
+        kind_label="类型",
+        status_label="显示",
+        since_label="起始日期（YYYY-MM-DD）",
+        until_label="结束日期（YYYY-MM-DD）",
+        apply="搜索",
+        previous="◀ 上一页",
+        next="下一页 ▶",
+        page_info="第 {first}–{last} 条，共 {total} 条 · 第 {page}/{pages} 页",
+        none_found="没有符合筛选条件的记忆。",
+        no_memories="还没有记忆：去“聊天”页聊聊，或在上方手动添加一条。",
+        plot_caption="图中是本页最新的 {n} 条对话和每日总结。",
+        select_hint="点击一行可查看完整记忆、它为何会淡忘，并可编辑、删除或恢复。",
+        columns=("日期", "类型", "内容", "强度", "保持率", "回忆次数", "上次回忆", "状态"),
+        kinds={
+            "all": "全部类型",
+            "turn": "对话",
+            "daily_summary": "当日事件",
+            "daily_personality": "当日性格与情绪",
+            "global_summary": "事件总览",
+            "global_portrait": "用户画像",
+        },
+        statuses={"all": "保留的和已遗忘的", "kept": "保留", "forgotten": "已遗忘"},
+        why_title="为何会淡忘",
+        facts="强度 {strength} · 回忆 {recalls} 次 · 上次回忆 {last} · 时间尺度 {days} 天 · 保持率 {r}",
+        edit_label="编辑内容",
+        save="保存修改",
+        saved="已保存新内容。",
+        delete="删除",
+        deleted="已删除“{text}”，可以撤销。",
+        undo="撤销删除",
+        undone="已找回“{text}”。",
+        nothing_to_undo="没有可以撤销的删除。",
+        restore="恢复",
+        restored="已恢复：这条记忆会重新出现在聊天中。",
+        pick_first="请先在表格中点击一条记忆。",
+        gone="这条记忆已不存在（可能在其他标签页中被删除），表格已刷新。",
+        reasons=ReasonTexts(
+            archived="已遗忘：它的保持率太低，不再出现在聊天中。点击“恢复”可以找回。",
+            off="本记忆库未开启遗忘，它保持完整强度。",
+            never_fades="关于你的总结不会淡忘，它们会根据你的聊天重写。",
+            recalled="在 {n} 天里被回忆过，最近一次是 {date}。",
+            never_recalled="自 {date} 起从未被回忆。",
+            fading="“{kind}”每单位强度约 {days} 天淡忘；今天的保持率为 {r:.2f}。",
+            forgets_on="如果不再被提起，它大约会在 {date} 被遗忘。",
+            classes={"small_talk": "这是寒暄闲聊，淡忘得快。", "personal": "这是关于你生活的事，记得更久。"},
+        ),
+    ),
+}
+
+
+def memory_texts(language: str) -> MemoryTabTexts:
+    return pick(MEMORY_UI, language, "memory tab texts")

@@ -193,26 +193,29 @@ def test_silicon_friend_delete_memory_and_forget_me(tmp_path) -> None:  # type: 
         pass
     session = app.sessions.get(req).session
     said = session.turns[-1].memory_id
-    out = app.delete_memory("Ann", said, req)
+    form = ("", "all", "all", "", "", 1)
+    view = app.memory_tab.views.get(req, "Ann")
+    view.selected = said  # what a click on its row does
+    out = app.memory_tab.delete("Ann", *form, req)
     assert all(SECRET not in json.dumps(m) for m in out[-1])  # the chat view drops it too
-    secret_id = next(m.memory_id for m in bank.history("Ann") if SECRET in (m.query or ""))
-    app.delete_memory("Ann", secret_id, req)
+    view.selected = next(m.memory_id for m in bank.history("Ann") if SECRET in (m.query or ""))
+    app.memory_tab.delete("Ann", *form, req)
+    view.undo.clear()  # the undo list would bring them back; "Forget me" drops it too
     _resummarize(bank, "Ann")
     assert _found_anywhere(bank, store, "Ann", SECRET) == []
-    table, _, choices = app.memories("Ann", req)
-    assert SECRET not in json.dumps(table) and SECRET not in json.dumps(choices, default=str)
+    out = app.memory_tab.memories("Ann", *form, req)
+    assert SECRET not in json.dumps(out[:4], default=str)
     path = export_user(bank, "Ann", tmp_path / "exp")
     assert SECRET not in path.read_text(encoding="utf-8") and KEEP in path.read_text(encoding="utf-8")
     # Forget me: refused without the tick, then everything of Ann's goes; Bob stays.
     with pytest.warns(UserWarning):
         app.forget_me("Ann", False, req)
     assert bank.has_user("Ann")
-    _status, chatbot, table, *_ = app.forget_me("Ann", True, req)
+    _status, chatbot, _knows, _info, _page, table, *_ = app.forget_me("Ann", True, req)
     assert not bank.has_user("Ann") and app.sessions.get(req).session.turns == []
-    assert chatbot == [] and table == []
+    assert chatbot == [] and table["data"] == []
     assert _raw_hits(store, KEEP) == [] and _raw_hits(store, SECRET) == []
-    table, _, _ = app.memories("Ann", req)
-    assert table == []
+    assert app.memory_tab.memories("Ann", *form, req)[3]["data"] == []
     _bob_intact(bank, store)
     bank.close()
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from memory_bank import MemoryKind
 from memory_bank.original_format import load_memory_file
 from silicon_friend.memories import export_user, memory_rows, retention_figure
@@ -32,9 +34,37 @@ def test_retention_figure_has_one_curve_per_memory(bank) -> None:  # type: ignor
     fig = retention_figure(bank, "Emily")
     ax = fig.axes[0]
     assert len(ax.get_lines()) == 3 + 1  # three memories and the "today" line
-    assert "exp(-t/S)" in ax.get_title()
-    empty = retention_figure(bank, "Nobody")
-    assert "no memories" in empty.axes[0].texts[0].get_text()
+    assert "Forgetting is off" in ax.get_title()  # the store's setting: flat at 1, as the table says
+    assert all(set(line.get_ydata()) == {1.0} for line in ax.get_lines()[:3])
+    empty = retention_figure(bank, "Nobody", language="zh")
+    assert "还没有记忆" in empty.axes[0].texts[0].get_text()
+
+
+def test_the_plot_uses_real_dates_and_agrees_with_the_table(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import datetime as dt
+
+    from matplotlib import dates as mdates
+
+    from memory_bank import MemoryBank
+    from memory_bank.embeddings import HashingEncoder
+
+    now = dt.datetime(2026, 12, 1, 12)
+    bank = MemoryBank.open(
+        tmp_path / "s", encoder_instance=HashingEncoder(64), clock=lambda: now,
+        forgetting={"mode": "paper", "tau": 400.0, "daily_pass": False},
+    )  # fmt: skip
+    with bank:
+        fill(bank)  # imported 2023 history, three and a half years before "now"
+        ax = retention_figure(bank, "Emily").axes[0]
+        assert "date" in ax.get_xlabel() and "days from today" not in ax.get_xlabel()
+        rows = {r.text.split("\n")[0][:20]: r for r in memory_rows(bank, "Emily")}
+        for line in ax.get_lines()[:3]:
+            xs = mdates.date2num(line.get_xdata())
+            label = line.get_label().split(" (S=")[0]
+            row = next(r for k, r in rows.items() if label.startswith(k[:15]))
+            assert mdates.num2date(xs[0]).date() == dt.date.fromisoformat(row.last_recall or row.date)  # starts on a real date
+            y_today = np.interp(mdates.date2num(now.date()), xs, line.get_ydata())
+            assert abs(y_today - row.retention) < 0.01  # the retention the table shows
 
 
 def test_export_is_the_original_format_and_reimports(bank, tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -143,19 +143,28 @@ def test_a_message_sent_while_a_reply_streams_waits_its_turn(make_engine) -> Non
     ]
 
 
+FORM = ("", "all", "all", "", "", 1)  # the memory tab's search, kind, status, from, to, page
+
+
+def memory_table(app: WebApp, name: str = "Emily", request=ANON, form=FORM) -> list[list]:  # type: ignore[no-untyped-def]
+    """The rows of the memory tab's table as ``app`` shows them to ``request``."""
+    out = app.memory_tab.memories(name, *form, request)
+    return out[3]["data"] if isinstance(out[3], dict) else out[3]
+
+
 def test_memory_tab_delete_export_and_forget_me(engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(engine)
     send(app, "I adopted a cat named Miso.")
     send(app, "I like tea.")
-    table, figure, dropdown = app.memories("Emily", ANON)
-    assert [row[3] for row in table][::-1] == [
-        "I adopted a cat named Miso.\nEcho: I adopted a cat named Miso.",
-        "I like tea.\nEcho: I like tea.",
+    out = app.memory_tab.memories("Emily", *FORM, ANON)
+    assert [row[2] for row in out[3]["data"]][::-1] == [
+        "I adopted a cat named Miso. Echo: I adopted a cat named Miso.",
+        "I like tea. Echo: I like tea.",
     ]
-    assert figure.axes and len(dropdown["choices"]) == 2
-    victim = table[0][0]
-    table, _, _, chatbot = app.delete_memory("Emily", victim, ANON)
-    assert len(table) == 1 and len(chatbot) == 2 and len(engine.bank.history("Emily")) == 1
+    assert out[4].axes
+    app.memory_tab.select("Emily", gr.SelectData(None, {"index": [0, 2], "value": ""}), ANON)
+    *_, chatbot = app.memory_tab.delete("Emily", *FORM, ANON)
+    assert len(memory_table(app)) == 1 and len(chatbot) == 2 and len(engine.bank.history("Emily")) == 1
     link = app.export("Emily", ANON)
     token = link["value"].split("sf-export/", 1)[1].split(")", 1)[0]
     item = app.downloads.get(token, None)
@@ -167,6 +176,9 @@ def test_memory_tab_delete_export_and_forget_me(engine) -> None:  # type: ignore
     out = app.forget_me("Emily", True, ANON)
     assert "were deleted" in out[0] and not engine.bank.has_user("Emily") and session_of(app).turns == []
     assert app.downloads.get(token, None) is None
+    with pytest.warns(UserWarning, match="no deletion to undo"):  # the undo list went with the user
+        app.memory_tab.undo("Emily", *FORM, ANON)
+    assert not engine.bank.has_user("Emily")
 
 
 def test_with_login_the_signed_in_name_is_the_memory_user(engine) -> None:  # type: ignore[no-untyped-def]
@@ -184,13 +196,12 @@ def test_with_login_the_signed_in_name_is_the_memory_user(engine) -> None:  # ty
     send(app, "hello", name="nora", request=emily)
     assert session_of(app, emily).user == "emily"
     assert [m.query for m in engine.bank.history("nora")] == ["my secret diary"]
-    table, _, _ = app.memories("nora", emily)
-    assert all("secret" not in row[3] for row in table)
+    assert all("secret" not in row[2] for row in memory_table(app, "nora", emily))
     # The same session hash under another login is another session.
-    table, _, _ = app.memories("emily", nora)
-    assert [row[3] for row in table] == ["my secret diary\nsafe with me"]
+    assert [row[2] for row in memory_table(app, "emily", nora)] == ["my secret diary safe with me"]
     with pytest.warns(UserWarning, match="not signed in"):
-        assert app.memories("emily", gr.Request(session_hash="t")) == (gr.update(),) * 3
+        out = app.memory_tab.memories("emily", *FORM, gr.Request(session_hash="t"))
+    assert out == (gr.update(),) * len(app.memory_tab.outputs)
 
 
 def test_many_browser_sessions_at_once(make_engine) -> None:  # type: ignore[no-untyped-def]
@@ -225,7 +236,7 @@ def test_the_app_builds_with_title_and_labels(engine) -> None:  # type: ignore[n
     assert demo.title == "SiliconFriend"
     labels = {b.value for b in demo.blocks.values() if isinstance(getattr(b, "value", None), str)}
     for label in ("Remember Me", "Send", "Stop", "New Conversation", "Regenerate", "Remove Last Turn",
-                  "Summarize Memory Bank", "Export my memories", "Forget me", "Delete memory"):  # fmt: skip
+                  "Summarize Memory Bank", "Export my memories", "Forget me", "Delete", "Remember this"):  # fmt: skip
         assert label in labels
 
 

@@ -1,0 +1,558 @@
+"""The "My memories" tab: what SiliconFriend knows about the user, and every memory, under their control.
+
+* **What I know about you**: the global portrait and event summary and the latest daily ones,
+  read from the store at every view (an empty state says how they get made).
+* **The table**: compact rows (date, kind, an excerpt, strength, retention, recalls, status),
+  paged (:data:`~silicon_friend.memory_view.PAGE_SIZE` a page, the position stated), filtered by
+  words, kind, date range and kept/forgotten. Clicking a row opens the whole memory with why it
+  fades (:meth:`MemoryBank.explain`), and lets the user edit, delete (with undo) or restore it.
+* **Remember that…**: a memory added by hand (stored as a turn the user said, dated now).
+* **The plot**: the retention of the page's newest memories on a real-date axis, under the
+  store's forgetting setting, so it agrees with the table.
+
+Isolation: every handler acts for the user the request signs in as (``WebApp._session``); the
+memory a click selects is looked up in the page this tab was shown, which the server keeps per
+``(login, session hash)`` and per user (:class:`ViewRegistry`), never taken from the browser. The
+undo list is in server memory only, per tab and user, for ten minutes at most, and dropped by
+"Forget me".
+
+(No ``from __future__ import annotations``: Gradio reads the ``gr.SelectData`` annotation at run time.)
+"""
+
+import collections
+import dataclasses
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import gradio as gr
+
+from memory_bank.errors import MemoryBankError, MemoryNotFoundError
+from memory_bank.records import Memory
+from silicon_friend.memories import retention_figure
+from silicon_friend.memory_view import (
+    KINDS,
+    STATUSES,
+    Knowledge,
+    MemoryFilter,
+    Page,
+    excerpt,
+    fade_reason,
+    filtered,
+    find,
+    knowledge,
+    page_of,
+)
+from silicon_friend.web.safe_text import inert_markdown
+from silicon_friend.web.sessions import SessionRegistry
+from silicon_friend.web.texts import MemoryTabTexts, memory_texts
+
+if TYPE_CHECKING:
+    from silicon_friend.web.app import WebApp
+
+logger = logging.getLogger(__name__)
+
+#: Deleted memories a tab can bring back (newest first out), and for how long: a deleted
+#: memory is held in server memory only, and only this long.
+UNDO_DEPTH = 20
+UNDO_SECONDS = 600
+#: Curves in the plot (the caption says how many are drawn).
+PLOT_CURVES = 12
+COLUMN_WIDTHS: list[str | int] = ["11%", "11%", "40%", "8%", "8%", "7%", "10%", "5%"]
+CSS = (
+    "#sf-memory-table th, #sf-memory-table th * {white-space: nowrap !important; "
+    "word-break: keep-all !important; overflow-wrap: normal !important}"
+)
+
+
+@dataclasses.dataclass
+class TabView:
+    """What one tab shows of one user's memories: the page's memory ids, the selected one, and
+    the memories deleted from this tab, with when (for undo)."""
+
+    user: str
+    ids: list[str] = dataclasses.field(default_factory=list)
+    selected: str | None = None
+    undo: list[tuple[float, Memory]] = dataclasses.field(default_factory=list)
+
+    def undoable(self) -> list[tuple[float, Memory]]:
+        """The deletions that can still be undone (the others are dropped from memory now)."""
+        cutoff = time.monotonic() - UNDO_SECONDS
+        self.undo = [(t, m) for t, m in self.undo if t >= cutoff]
+        return self.undo
+
+
+class ViewRegistry:
+    """Each tab's :class:`TabView`, by ``(login, session hash)``; a view belongs to one user
+    (asking for another user's gives a fresh view). Bounded: the oldest are dropped first."""
+
+    def __init__(self, capacity: int = 5000) -> None:
+        self.capacity = capacity
+        self._items: collections.OrderedDict[tuple[str | None, str | None], TabView] = (
+            collections.OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def get(self, request: Any, user: str) -> TabView:
+        key = SessionRegistry.key(request)
+        with self._lock:
+            view = self._items.get(key)
+            if view is None or view.user.strip() != user.strip():
+                view = self._items[key] = TabView(user)
+                while len(self._items) > self.capacity:
+                    self._items.popitem(last=False)
+            self._items.move_to_end(key)
+            return view
+
+    def drop(self, request: Any) -> None:
+        with self._lock:
+            self._items.pop(SessionRegistry.key(request), None)
+
+    def drop_user(self, user: str) -> None:
+        """Forget every tab's view (and undo list) of ``user``."""
+        with self._lock:
+            for key in [k for k, v in self._items.items() if v.user.strip() == user.strip()]:
+                del self._items[key]
+
+
+class MemoryTab:
+    """Layout and handlers of the tab, for one :class:`~silicon_friend.web.app.WebApp`."""
+
+    css = CSS
+
+    def __init__(self, app: "WebApp") -> None:
+        self.app = app
+        self.texts: MemoryTabTexts = memory_texts(app.engine.language)
+        self.views = ViewRegistry()
+        #: The components :meth:`view` fills, and the inputs of :meth:`memories` (set by :meth:`build`).
+        self.outputs: list[Any] = []
+        self.inputs: list[Any] = []
+
+    @property
+    def bank(self) -> Any:
+        return self.app.engine.bank
+
+    # -- rendering ----------------------------------------------------------------------------
+    def _kind(self, value: str) -> str:
+        return self.texts.kinds.get(value, value)
+
+    def _knowledge_md(self, k: Knowledge) -> str:
+        t, ui = self.texts, self.app.texts
+        if k.empty:
+            return f"### {t.knows_title}\n\n{t.knows_empty}"
+        out = [f"### {t.knows_title}"]
+        out.append(f"**{ui.portrait_title}**\n\n{inert_markdown(k.portrait) or ui.no_summary}")
+        out.append(f"**{ui.summary_title}**\n\n{inert_markdown(k.summary) or ui.no_summary}")
+        if k.days:
+            out.append(f"**{t.daily_title}**")
+            for date, events, mood in k.days:
+                lines = [f"- **{date}**"]
+                if events:
+                    lines.append(f"  - {t.day_events}: {inert_markdown(excerpt(events, 400))}")
+                if mood:
+                    lines.append(f"  - {t.day_mood}: {inert_markdown(excerpt(mood, 400))}")
+                out.append("\n".join(lines))
+            if k.older_days:
+                out.append(t.older_days.format(n=k.older_days))
+        if k.stale:
+            out.append(f"*{t.stale_note}*")
+        return "\n\n".join(out)
+
+    def _table(self, page: Page) -> dict[str, Any]:
+        rows = [
+            [
+                r.memory.date,
+                self._kind(r.memory.kind.value),
+                excerpt(r.memory.text),
+                r.memory.strength,
+                round(r.retention, 2),
+                max(r.memory.strength - 1, 0),
+                r.memory.last_recall_date or "",
+                self.texts.statuses["forgotten" if r.memory.archived else "kept"],
+            ]
+            for r in page.rows
+        ]
+        return {"data": rows, "headers": list(self.texts.columns)}
+
+    def _info(self, page: Page, curves: int, flt: MemoryFilter) -> str:
+        t = self.texts
+        if not page.total:
+            return t.none_found if flt != MemoryFilter() else t.no_memories
+        info = t.page_info.format(
+            first=page.first, last=page.last, total=page.total, page=page.number, pages=page.pages
+        )
+        caption = t.plot_caption.format(n=curves) if curves else ""
+        return f"{info}  \n{t.select_hint} {caption}".strip()
+
+    def _detail(self, user: str, memory: Memory) -> str:
+        t = self.texts
+        why = self.bank.explain(user, memory.memory_id)
+        facts = t.facts.format(
+            strength=why["strength"],
+            recalls=why["recalls"],
+            last=memory.last_recall_date or "—",
+            days=f"{float(why['time_scale_days']):g}",
+            r=f"{float(why['retention']):.2f}",
+        )
+        status = t.statuses["forgotten" if memory.archived else "kept"]
+        text = inert_markdown(memory.text).replace("\n", "  \n")
+        reason = fade_reason(why, t.reasons, self._kind(memory.kind.value))
+        return (
+            f"**{memory.date} · {self._kind(memory.kind.value)} · {status}**\n\n{text}\n\n"
+            f"**{t.why_title}**: {reason}  \n{facts}"
+        )
+
+    def view(
+        self,
+        user: str,
+        view: TabView,
+        flt: MemoryFilter,
+        page_number: float | int | None,
+        *,
+        keep_selection: bool = False,
+    ) -> tuple[Any, ...]:
+        """Every output of the tab for ``user`` (see :attr:`outputs`)."""
+        rows = filtered(self.bank, user, flt)
+        page = page_of(rows, int(page_number or 1))
+        view.ids = [r.memory_id for r in page.rows]
+        memories = [r.memory for r in page.rows if not r.memory.archived]
+        figure = retention_figure(
+            self.bank, user, memories=memories, max_curves=PLOT_CURVES, language=self.app.engine.language
+        )
+        curves = min(PLOT_CURVES, len([m for m in memories if m.kind.value in ("turn", "daily_summary")]))
+        selected = None
+        if keep_selection and view.selected:
+            selected = find(self.bank, user, view.selected)
+        view.selected = selected.memory_id if selected else None
+        return (
+            self._knowledge_md(knowledge(self.bank, user)),
+            self._info(page, curves, flt),
+            page.number,
+            self._table(page),
+            figure,
+            *self._selection(user, selected),
+            gr.update(visible=bool(view.undoable())),
+        )
+
+    def _selection(self, user: str, memory: Memory | None) -> tuple[Any, ...]:
+        if memory is None:
+            return gr.update(visible=False), "", gr.update(value=""), gr.update(visible=False)
+        return (
+            gr.update(visible=True),
+            self._detail(user, memory),
+            gr.update(value=memory.text),
+            gr.update(visible=memory.archived),
+        )
+
+    def cleared(self) -> tuple[Any, ...]:
+        """The tab's outputs for a user with no memories (after "Forget me")."""
+        empty = Page([], 1, 1, 0)
+        return (
+            self._knowledge_md(Knowledge("", "", [], 0, False)),
+            self.texts.no_memories,
+            1,
+            self._table(empty),
+            None,
+            *self._selection("", None),
+            gr.update(visible=False),
+        )
+
+    # -- handlers -----------------------------------------------------------------------------
+    def _open(
+        self, name: str, request: gr.Request | None, form: Sequence[Any]
+    ) -> tuple[str, TabView, MemoryFilter]:
+        """The signed-in user, their view in this tab and the parsed filter; raises ``Refused``."""
+        from silicon_friend.web.app import Refused
+
+        user = self.app._session(name, request).user
+        try:
+            flt = MemoryFilter.parse(*form)
+        except MemoryBankError as e:
+            raise Refused(str(e)) from e
+        return user, self.views.get(request, user), flt
+
+    def _run(
+        self,
+        name: str,
+        request: gr.Request | None,
+        form: Sequence[Any],
+        page: Any,
+        action: Callable[[str, TabView], bool] | None = None,
+    ) -> tuple[Any, ...]:
+        """Run ``action(user, view)`` (True: keep the selection open) and render the tab; a
+        refusal or a library error is a toast and changes nothing on the page."""
+        from silicon_friend.web.app import Refused
+
+        keep = (gr.update(),) * len(self.outputs)
+        try:
+            user, view, flt = self._open(name, request, form)
+        except Refused as e:
+            self.app._warn(str(e))
+            return keep
+        keep_selection = True
+        if action is not None:
+            try:
+                keep_selection = action(user, view)
+            except MemoryNotFoundError:
+                self.app._warn(self.texts.gone)
+                keep_selection = False
+            except MemoryBankError as e:
+                self.app._warn(str(e))
+                return keep
+        if not self.bank.has_user(user):
+            return self.cleared()
+        return self.view(user, view, flt, page, keep_selection=keep_selection)
+
+    def memories(
+        self,
+        name: str,
+        text: str,
+        kind: str,
+        status: str,
+        since: str,
+        until: str,
+        page: float,
+        request: gr.Request,
+    ) -> tuple[Any, ...]:
+        """Show the tab (the filter and page as given)."""
+        if self.app._tab(request).session is None and not self.app.auth and not (name or "").strip():
+            return self.cleared()
+        return self._run(name, request, (text, kind, since, until, status), page)
+
+    def turn_page(self, step: int) -> Callable[..., tuple[Any, ...]]:
+        def turn(
+            name: str,
+            text: str,
+            kind: str,
+            status: str,
+            since: str,
+            until: str,
+            page: float,
+            request: gr.Request,
+        ) -> tuple[Any, ...]:
+            return self._run(name, request, (text, kind, since, until, status), int(page or 1) + step)
+
+        turn.__name__ = "next_page" if step > 0 else "previous_page"
+        return turn
+
+    def select(self, name: str, evt: gr.SelectData, request: gr.Request) -> tuple[Any, ...]:
+        """A click on a table row: open that memory (looked up in the page this tab was shown)."""
+        from silicon_friend.web.app import Refused
+
+        try:
+            user = self.app._session(name, request).user
+        except Refused as e:
+            self.app._warn(str(e))
+            return (gr.update(),) * 4
+        view = self.views.get(request, user)
+        index = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
+        if not isinstance(index, int) or not 0 <= index < len(view.ids):
+            return (gr.update(),) * 4
+        found = find(self.bank, user, view.ids[index])
+        if found is None:
+            self.app._warn(self.texts.gone)
+            return (gr.update(),) * 4
+        view.selected = found.memory_id
+        return self._selection(user, found)
+
+    def _selected(self, view: TabView) -> str:
+        if not view.selected:
+            raise MemoryBankError(self.texts.pick_first)
+        return view.selected
+
+    def save(
+        self,
+        name: str,
+        new_text: str,
+        text: str,
+        kind: str,
+        status: str,
+        since: str,
+        until: str,
+        page: float,
+        request: gr.Request,
+    ) -> tuple[Any, ...]:
+        def edit(user: str, view: TabView) -> bool:
+            self.bank.update_memory(user, self._selected(view), text=new_text)
+            gr.Info(self.texts.saved)
+            return True
+
+        return self._run(name, request, (text, kind, since, until, status), page, edit)
+
+    def delete(
+        self,
+        name: str,
+        text: str,
+        kind: str,
+        status: str,
+        since: str,
+        until: str,
+        page: float,
+        request: gr.Request,
+    ) -> tuple[Any, ...]:
+        def remove(user: str, view: TabView) -> bool:
+            gone = self.bank.delete_memory(user, self._selected(view))
+            view.undo = [*view.undoable(), (time.monotonic(), gone)][-UNDO_DEPTH:]
+            view.selected = None
+            session = self.app._current(request)
+            if session is not None:  # the chat's recent turns (its prompt window) drop it too
+                with session.lock:
+                    session.turns = [t for t in session.turns if t.memory_id != gone.memory_id]
+            gr.Info(self.texts.deleted.format(text=excerpt(gone.text, 60)))
+            return False
+
+        return (
+            *self._run(name, request, (text, kind, since, until, status), page, remove),
+            self.app._render_tab(request),
+        )
+
+    def undo(
+        self,
+        name: str,
+        text: str,
+        kind: str,
+        status: str,
+        since: str,
+        until: str,
+        page: float,
+        request: gr.Request,
+    ) -> tuple[Any, ...]:
+        def bring_back(user: str, view: TabView) -> bool:
+            if not view.undoable():
+                self.app._warn(self.texts.nothing_to_undo)
+                return False
+            memory = dataclasses.replace(view.undo.pop()[1], rowid=None)
+            self.bank.add_memories(user, [memory])
+            view.selected = memory.memory_id
+            gr.Info(self.texts.undone.format(text=excerpt(memory.text, 60)))
+            return True
+
+        return self._run(name, request, (text, kind, since, until, status), page, bring_back)
+
+    def restore(
+        self,
+        name: str,
+        text: str,
+        kind: str,
+        status: str,
+        since: str,
+        until: str,
+        page: float,
+        request: gr.Request,
+    ) -> tuple[Any, ...]:
+        def bring_back(user: str, view: TabView) -> bool:
+            self.bank.restore(user, [self._selected(view)])
+            gr.Info(self.texts.restored)
+            return True
+
+        return self._run(name, request, (text, kind, since, until, status), page, bring_back)
+
+    def add(
+        self,
+        name: str,
+        new_text: str,
+        text: str,
+        kind: str,
+        status: str,
+        since: str,
+        until: str,
+        page: float,
+        request: gr.Request,
+    ) -> tuple[Any, ...]:
+        added: list[Memory] = []
+
+        def remember(user: str, view: TabView) -> bool:
+            memory = self.bank.add_turn(user, (new_text or "").strip(), "", extra={"added_by_hand": True})
+            added.append(memory)
+            view.selected = memory.memory_id
+            gr.Info(self.texts.added.format(text=excerpt(memory.text, 60)))
+            return True
+
+        out = self._run(name, request, (text, kind, since, until, status), page, remember)
+        return (*out, "" if added else gr.update())
+
+    def on_unload(self, request: gr.Request) -> None:
+        self.views.drop(request)
+
+    # -- layout -------------------------------------------------------------------------------
+    def build(self, name: gr.Textbox, chatbot: gr.Chatbot, tab: gr.Tab) -> list[Any]:
+        """Lay the tab out inside the current ``gr.Tab`` and wire its events; returns the
+        outputs the app's own events (Remember Me, Forget me) update."""
+        t = self.texts
+        quiet: dict[str, Any] = {"show_progress": "hidden"}
+        knows = gr.Markdown(elem_id="sf-knows")
+        with gr.Row():
+            new_memory = gr.Textbox(
+                label=t.add_label, placeholder=t.add_placeholder, scale=5, elem_id="sf-add-text"
+            )
+            add = gr.Button(t.add_button, scale=1, elem_id="sf-add")
+        with gr.Row():
+            text = gr.Textbox(
+                label=t.search_label, placeholder=t.search_placeholder, scale=3, elem_id="sf-filter-text"
+            )
+            kind = gr.Dropdown(
+                [(t.kinds[k], k) for k in KINDS],
+                value="all",
+                label=t.kind_label,
+                scale=2,
+                elem_id="sf-filter-kind",
+            )
+            status = gr.Dropdown(
+                [(t.statuses[s], s) for s in STATUSES],
+                value="all",
+                label=t.status_label,
+                scale=2,
+                elem_id="sf-filter-status",
+            )
+            since = gr.Textbox(label=t.since_label, scale=2, elem_id="sf-filter-since")
+            until = gr.Textbox(label=t.until_label, scale=2, elem_id="sf-filter-until")
+            apply = gr.Button(t.apply, scale=1, elem_id="sf-filter-apply")
+        info = gr.Markdown(elem_id="sf-memory-info")
+        with gr.Row():
+            previous = gr.Button(t.previous, size="sm", elem_id="sf-page-prev")
+            page = gr.Number(
+                value=1, precision=0, minimum=1, show_label=False, container=False, elem_id="sf-page"
+            )
+            following = gr.Button(t.next, size="sm", elem_id="sf-page-next")
+        table = gr.Dataframe(
+            headers=list(t.columns),
+            interactive=False,
+            wrap=False,
+            column_widths=COLUMN_WIDTHS,
+            max_height=640,
+            elem_id="sf-memory-table",
+        )
+        with gr.Group(visible=False, elem_id="sf-memory-detail") as detail:
+            detail_md = gr.Markdown(elem_id="sf-detail-text")
+            edit = gr.Textbox(label=t.edit_label, lines=3, elem_id="sf-edit-text")
+            with gr.Row():
+                save = gr.Button(t.save, elem_id="sf-edit-save")
+                restore = gr.Button(t.restore, visible=False, elem_id="sf-restore")
+                delete = gr.Button(t.delete, variant="stop", elem_id="sf-delete")
+        undo = gr.Button(t.undo, visible=False, elem_id="sf-undo")
+        plot = gr.Plot(elem_id="sf-plot")
+
+        self.outputs = [knows, info, page, table, plot, detail, detail_md, edit, restore, undo]
+        form = [text, kind, status, since, until, page]
+        gr.on(
+            [apply.click, text.submit, since.submit, until.submit, kind.input, status.input, page.submit, tab.select],
+            self.memories, [name, *form], self.outputs, **quiet,
+        )  # fmt: skip
+        previous.click(self.turn_page(-1), [name, *form], self.outputs, **quiet)
+        following.click(self.turn_page(+1), [name, *form], self.outputs, **quiet)
+        table.select(self.select, [name], [detail, detail_md, edit, restore], **quiet)
+        save.click(self.save, [name, edit, *form], self.outputs, **quiet)
+        delete.click(self.delete, [name, *form], [*self.outputs, chatbot], **quiet)
+        undo.click(self.undo, [name, *form], self.outputs, **quiet)
+        restore.click(self.restore, [name, *form], self.outputs, **quiet)
+        gr.on(
+            [add.click, new_memory.submit],
+            self.add,
+            [name, new_memory, *form],
+            [*self.outputs, new_memory],
+            **quiet,
+        )
+        self.inputs = [name, *form]
+        return self.outputs

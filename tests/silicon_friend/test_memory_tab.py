@@ -1,0 +1,190 @@
+"""The "My memories" tab without a browser: filters and pages, what it knows, edit, add, delete
+with undo, restore, why a memory fades, and one user never reaching another's memories."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import gradio as gr
+import pytest
+
+from memory_bank import MemoryBank, MemoryKind
+from memory_bank.embeddings import HashingEncoder
+from memory_bank.errors import InvalidInputError
+from silicon_friend.engine import SiliconFriend
+from silicon_friend.memory_view import MemoryFilter, fade_reason, filtered, knowledge, page_of
+from silicon_friend.models import prepare_model
+from silicon_friend.web.app import WebApp
+from silicon_friend.web.texts import memory_texts
+from tests.silicon_friend.fakes import EchoChatModel
+
+FORM = ("", "all", "all", "", "", 1)
+ANN, BOB = gr.Request(session_hash="ann-tab"), gr.Request(session_hash="bob-tab")
+NOW = dt.datetime(2023, 6, 1, 12)
+
+
+@pytest.fixture
+def forgetting_bank(tmp_path):  # type: ignore[no-untyped-def]
+    bank = MemoryBank.open(
+        tmp_path / "s", encoder_instance=HashingEncoder(128), clock=lambda: NOW,
+        forgetting={"mode": "paper", "tau": 30.0, "policy": "threshold", "daily_pass": False,
+                    "content_weights": True},
+    )  # fmt: skip
+    yield bank
+    bank.close()
+
+
+def make_app(bank: MemoryBank, language: str = "en", **kwargs) -> WebApp:  # type: ignore[no-untyped-def]
+    engine = SiliconFriend(bank, prepare_model(EchoChatModel(), context_tokens=2048), language=language)
+    return WebApp(engine, **kwargs)
+
+
+def click_row(app: WebApp, name: str, row: int, request) -> tuple:  # type: ignore[no-untyped-def]
+    return app.memory_tab.select(name, gr.SelectData(None, {"index": [row, 2], "value": ""}), request)
+
+
+def rows(out: tuple) -> list[list]:
+    return out[3]["data"]
+
+
+def seed(bank: MemoryBank, user: str = "Ann", n: int = 30) -> None:
+    bank.add_turn(user, "I adopted a cat named Miso.", "Lovely!", at="2023-04-28T10:00")
+    for i in range(n):
+        bank.add_turn(user, f"note {i} about the garden", "ok", at=f"2023-05-{1 + i % 28:02d}T10:00")
+
+
+def test_filters_page_and_state_the_total(forgetting_bank) -> None:  # type: ignore[no-untyped-def]
+    seed(forgetting_bank)
+    forgetting_bank.archive("Ann", ["Ann_2023-04-28_0"])
+    everything = filtered(forgetting_bank, "Ann", MemoryFilter())
+    assert len(everything) == 31
+    first, last = page_of(everything, 1), page_of(everything, 99)
+    assert (first.first, first.last, first.pages) == (1, 25, 2) and (last.number, last.first, last.last) == (
+        2,
+        26,
+        31,
+    )
+    cat = MemoryFilter.parse("CAT miso", "turn", "2023-04-01", "2023-04-30", "forgotten")
+    assert [r.memory_id for r in filtered(forgetting_bank, "Ann", cat)] == ["Ann_2023-04-28_0"]
+    assert filtered(forgetting_bank, "Ann", MemoryFilter(text="cat", status="kept")) == []
+    with pytest.raises(InvalidInputError, match=r"ends .* before it starts"):
+        MemoryFilter.parse("", "all", "2023-05-02", "2023-05-01", "all")
+    with pytest.raises(InvalidInputError, match="from"):
+        MemoryFilter.parse("", "all", "2023-13-40", "", "all")
+    app = make_app(forgetting_bank)
+    out = app.memory_tab.memories("Ann", *FORM, ANN)
+    assert "1–25 of 31" in out[1] and len(rows(out)) == 25  # no silent limit: paged and stated
+    out = app.memory_tab.turn_page(+1)("Ann", *FORM, ANN)
+    assert "26–31 of 31" in out[1] and out[2] == 2 and len(rows(out)) == 6
+    with pytest.warns(UserWarning, match="before it starts"):
+        app.memory_tab.memories("Ann", "", "all", "all", "2023-05-02", "2023-05-01", 1, ANN)
+
+
+def test_what_it_knows_shows_the_layers_or_says_how_they_are_made(forgetting_bank) -> None:  # type: ignore[no-untyped-def]
+    app = make_app(forgetting_bank)
+    seed(forgetting_bank, n=2)
+    assert "When a day of chatting is over" in app.memory_tab.memories("Ann", *FORM, ANN)[0]
+    forgetting_bank.set_layer("Ann", MemoryKind.GLOBAL_PORTRAIT, "Ann is calm and loves gardening.")
+    forgetting_bank.set_layer("Ann", MemoryKind.GLOBAL_SUMMARY, "Ann adopted a cat, Miso.")
+    for day in range(1, 10):
+        forgetting_bank.set_layer(
+            "Ann", MemoryKind.DAILY_SUMMARY, f"Day {day}: garden work.", date=f"2023-05-{day:02d}"
+        )
+    forgetting_bank.set_layer("Ann", MemoryKind.DAILY_PERSONALITY, "Cheerful.", date="2023-05-09")
+    k = knowledge(forgetting_bank, "Ann")
+    assert k.portrait.startswith("Ann is calm") and len(k.days) == 7 and k.older_days == 2
+    assert k.days[0] == ("2023-05-09", "Day 9: garden work.", "Cheerful.")
+    shown = app.memory_tab.memories("Ann", *FORM, ANN)[0]
+    assert "Ann is calm" in shown and "Ann adopted a cat" in shown and "2 earlier days" in shown
+    zh = make_app(forgetting_bank, "zh").memory_tab.memories("Ann", *FORM, ANN)[0]
+    assert "我对你的了解" in zh and "更早的 2 天" in zh
+
+
+def test_edit_add_delete_undo_and_restore(forgetting_bank) -> None:  # type: ignore[no-untyped-def]
+    seed(forgetting_bank, n=1)
+    app = make_app(forgetting_bank)
+    out = app.memory_tab.memories("Ann", *FORM, ANN)
+    assert [r[2] for r in rows(out)] == ["note 0 about the garden ok", "I adopted a cat named Miso. Lovely!"]
+    detail = click_row(app, "Ann", 1, ANN)
+    assert "I adopted a cat named Miso." in detail[1] and detail[2]["value"].startswith("I adopted")
+    out = app.memory_tab.save("Ann", "I adopted a cat named Mochi.", *FORM, ANN)
+    cat = forgetting_bank.history("Ann", date="2023-04-28")[0]
+    assert cat.text == "I adopted a cat named Mochi." and "Mochi" in out[6]  # the detail shows it
+    out = app.memory_tab.add("Ann", "My sister Jo lives in Lisbon.", *FORM, ANN)
+    assert out[-1] == "" and any(
+        m.query == "My sister Jo lives in Lisbon." for m in forgetting_bank.history("Ann")
+    )
+    assert rows(out)[0][2] == "My sister Jo lives in Lisbon." and rows(out)[0][0] == "2023-06-01"
+    with pytest.warns(UserWarning, match="query"):  # an empty one is refused, the box keeps it
+        assert app.memory_tab.add("Ann", "  ", *FORM, ANN)[-1] == gr.update()
+    click_row(app, "Ann", 2, ANN)  # the cat
+    out = app.memory_tab.delete("Ann", *FORM, ANN)
+    assert [m.date for m in forgetting_bank.history("Ann")] == ["2023-05-01", "2023-06-01"]
+    assert out[9]["visible"] is True  # "Undo delete" is offered
+    out = app.memory_tab.undo("Ann", *FORM, ANN)
+    back = forgetting_bank.history("Ann", date="2023-04-28")
+    assert [m.text for m in back] == ["I adopted a cat named Mochi."] and back[0].memory_id == cat.memory_id
+    assert out[9]["visible"] is False
+    forgetting_bank.archive("Ann", [cat.memory_id])
+    out = app.memory_tab.memories("Ann", "", "all", "forgotten", "", "", 1, ANN)
+    assert [r[7] for r in rows(out)] == ["forgotten"]
+    detail = click_row(app, "Ann", 0, ANN)
+    assert detail[3]["visible"] is True and "Restore it" in detail[1]
+    app.memory_tab.restore("Ann", "", "all", "forgotten", "", "", 1, ANN)
+    assert not forgetting_bank.history("Ann", date="2023-04-28")[0].archived
+
+
+def test_why_it_fades_says_recalls_time_scale_and_content(forgetting_bank) -> None:  # type: ignore[no-untyped-def]
+    forgetting_bank.add_turn(
+        "Ann", "My sister Jo is moving to Lisbon for a design job.", "", at="2023-05-01T10:00"
+    )
+    forgetting_bank.add_turn("Ann", "Thanks, see you!", "Bye!", at="2023-05-01T11:00")
+    forgetting_bank.reinforce("Ann", ["Ann_2023-05-01_0"], now="2023-05-20")
+    t = memory_texts("en")
+    personal = fade_reason(forgetting_bank.explain("Ann", "Ann_2023-05-01_0"), t.reasons, "chat turn")
+    assert "Recalled on 1 day(s), last on 2023-05-20" in personal and "about your life" in personal
+    assert "60 days" in personal and "forgotten around" in personal
+    small = fade_reason(forgetting_bank.explain("Ann", "Ann_2023-05-01_1"), t.reasons, "chat turn")
+    assert "Never recalled since 2023-05-01" in small and "small talk" in small and "7.5 days" in small
+    zh = memory_texts("zh")
+    assert "寒暄" in fade_reason(forgetting_bank.explain("Ann", "Ann_2023-05-01_1"), zh.reasons, "对话")
+    app = make_app(forgetting_bank)
+    app.memory_tab.memories("Ann", *FORM, ANN)
+    detail = click_row(app, "Ann", 1, ANN)  # rows are newest first: the sister turn is second
+    assert "Why it fades" in detail[1] and "recalls 1" in detail[1] and "about your life" in detail[1]
+
+
+def test_one_user_never_reaches_another_users_memories(forgetting_bank) -> None:  # type: ignore[no-untyped-def]
+    seed(forgetting_bank, "Ann", n=1)
+    forgetting_bank.add_turn("Bob", "Bob's secret plan", "safe", at="2023-05-02T10:00")
+    app = make_app(forgetting_bank)
+    app.memory_tab.memories("Ann", *FORM, ANN)
+    click_row(app, "Ann", 0, ANN)
+    out = app.memory_tab.memories("Bob", *FORM, BOB)
+    assert [r[2] for r in rows(out)] == ["Bob's secret plan safe"]
+    # Bob's tab acts on Bob's selection only; Ann's delete and undo stay hers.
+    with pytest.warns(UserWarning, match="Click a memory"):
+        app.memory_tab.delete("Bob", *FORM, BOB)
+    app.memory_tab.delete("Ann", *FORM, ANN)
+    with pytest.warns(UserWarning, match="no deletion to undo"):
+        app.memory_tab.undo("Bob", *FORM, BOB)
+    assert [m.query for m in forgetting_bank.history("Bob")] == ["Bob's secret plan"]
+    assert len(forgetting_bank.history("Ann")) == 1
+    # The same tab switching to another name gets a fresh view: no selection, no undo of Ann's.
+    with pytest.warns(UserWarning, match="no deletion to undo"):
+        app.memory_tab.undo("Bob", *FORM, ANN)
+    assert len(forgetting_bank.history("Ann")) == 1
+
+
+def test_with_login_the_tab_acts_for_the_signed_in_user(forgetting_bank) -> None:  # type: ignore[no-untyped-def]
+    seed(forgetting_bank, "ann", n=1)
+    forgetting_bank.add_turn("bob", "bob's diary", "", at="2023-05-02T10:00")
+    app = make_app(forgetting_bank, auth=True)
+    ann, bob = gr.Request(username="ann", session_hash="h"), gr.Request(username="bob", session_hash="h")
+    out = app.memory_tab.memories("bob", *FORM, ann)  # the typed name is ignored
+    assert all("diary" not in r[2] for r in rows(out))
+    click_row(app, "bob", 0, ann)
+    with pytest.warns(UserWarning, match="Click a memory"):  # bob's login, same hash: nothing selected
+        app.memory_tab.save("bob", "edited by ann", *FORM, bob)
+    assert [m.query for m in forgetting_bank.history("bob")] == ["bob's diary"]
+    assert "edited" not in " ".join(m.text for m in forgetting_bank.history("ann"))
