@@ -188,6 +188,15 @@ class MemoryBank:
             return False
         return True
 
+    def has_memories(self, name: str) -> bool:
+        """Whether ``name`` is a user with at least one memory that is not forgotten (one index
+        lookup, whatever the size of the history)."""
+        try:
+            rec = self.user(name)
+        except UserNotFoundError:
+            return False
+        return self.storage.has_memories(rec.id)
+
     def delete_user(self, name: str) -> int:
         """Delete a user and every memory, summary, portrait and vector of theirs. Returns the count."""
         rec = self.user(name)

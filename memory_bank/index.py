@@ -103,7 +103,7 @@ class LexicalIndex:
         self._tail: dict[int, tuple[list[int], list[int]]] = {}
         self._tail_size = 0
         self._lengths = np.zeros(0, dtype=np.float32)
-        self._norms: np.ndarray | None = None
+        self._length_sum = 0  # of every document's token count, exact (the lengths are integers)
         self._n = 0
 
     def __len__(self) -> int:
@@ -144,6 +144,7 @@ class LexicalIndex:
                 tids += [tid_of(t) for t in counts]
                 pos += [start + i] * len(counts)
                 tfs += counts.values()
+            self._length_sum += int(lengths[start : start + len(texts)].astype(np.int64).sum())
             self._n = start + len(texts)
             self._merge(tids, pos, tfs)
             return
@@ -156,6 +157,7 @@ class LexicalIndex:
                 plist[0].append(start + i)
                 plist[1].append(tf)
             self._tail_size += len(toks)
+        self._length_sum += int(lengths[start : start + len(texts)].astype(np.int64).sum())
         self._n = start + len(texts)
         if self._tail_size > max(4096, len(self._pos) // 8):
             self._merge([], [], [])
@@ -212,13 +214,12 @@ class LexicalIndex:
             return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float32)
         return np.concatenate(parts_p), np.concatenate(parts_f)
 
-    def _length_norms(self) -> np.ndarray:
-        """``K1 * (1 - B + B * length / avgdl)`` of every document (cached until the next add)."""
-        if self._norms is None or len(self._norms) != self._n:
-            lengths = self.lengths
-            avgdl = float(lengths.mean()) or 1.0
-            self._norms = _K1 * (1 - _B + _B * lengths / avgdl)
-        return self._norms
+    def _length_norms(self, positions: np.ndarray) -> np.ndarray:
+        """``K1 * (1 - B + B * length / avgdl)`` of the documents at ``positions``: computed for
+        the postings a query reads only, so a search after an add touches no array of all
+        documents (the average length is kept as an exact running sum)."""
+        avgdl = self._length_sum / self._n if self._n else 0.0
+        return _K1 * (1 - _B + _B * self._lengths[positions] / (avgdl or 1.0))
 
     def score_array(self, query_tokens: Sequence[str]) -> np.ndarray:
         """The BM25 score of every position (0 where no query token occurs).
@@ -230,7 +231,6 @@ class LexicalIndex:
         acc = np.zeros(n, dtype=np.float32)
         if n == 0:
             return acc
-        norms = self._length_norms()
         for tok, qtf in collections.Counter(query_tokens).items():
             pos, tf = self.postings(tok)
             if not len(pos):
@@ -238,7 +238,7 @@ class LexicalIndex:
             idf = math.log(1.0 + (n - len(pos) + 0.5) / (len(pos) + 0.5))
             part = tf * (qtf * idf)
             part *= _K1 + 1
-            denom = norms[pos]
+            denom = self._length_norms(pos)
             denom += tf
             part /= denom
             acc[pos] += part
@@ -257,7 +257,7 @@ class Partition:
     def __init__(self, dim: int, epoch: int = 0) -> None:
         self.dim = dim
         self.index = faiss.IndexFlatIP(dim)
-        self.rowids = np.zeros(0, dtype=np.int64)
+        self._rowids = np.zeros(0, dtype=np.int64)
         self.kinds: list[str] = []
         self.dates: list[str] = []
         self.turns: list[int | None] = []
@@ -288,6 +288,11 @@ class Partition:
         return self._n
 
     @property
+    def rowids(self) -> np.ndarray:
+        """The store rowid of every position (a view: appending a memory copies nothing)."""
+        return self._rowids[: self._n]
+
+    @property
     def approximate(self) -> bool:
         """Whether dense search goes through the binary codes (more than ``exact_limit`` memories)."""
         return self._codes is not None
@@ -312,7 +317,8 @@ class Partition:
         vectors = np.ascontiguousarray(batch.vectors, dtype=np.float32)
         self.index.add(vectors)
         self._n = int(self.index.ntotal)
-        self.rowids = np.concatenate([self.rowids, batch.rowids.astype(np.int64)])
+        self._rowids = _grow(self._rowids, start + len(batch.rowids))
+        self._rowids[start : start + len(batch.rowids)] = batch.rowids
         self.kinds += batch.kinds
         self.dates += batch.dates
         self.turns += batch.turns

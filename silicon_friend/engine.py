@@ -177,7 +177,7 @@ class SiliconFriend:
         returning = False
         if self.bank.has_user(user):
             user = self.bank.user(user).name
-            returning = bool(self.bank.memories(user, include_archived=False))
+            returning = self.bank.has_memories(user)
         logger.info("session started for %r (%s)", user, "returning" if returning else "new")
         return Session(user=user, returning=returning)
 

@@ -37,6 +37,12 @@ def _add_parsers(sub: Any) -> None:
     p.add_argument(
         "--forget-size", type=int, help="memories in the forgetting-pass scenario, 0 to skip (1000000)"
     )
+    p.add_argument(
+        "--chat-sizes",
+        type=_ints,
+        help="memories of one user in the chat-turn scenario (default 1000,100000,1000000)",
+    )
+    p.add_argument("--no-chat", action="store_true", help="skip the chat-turn scenario")
     p.add_argument("--json", dest="json_out", metavar="OUT", help="write the results as JSON")
     p.add_argument("--chart", metavar="PNG", help="write a chart (matplotlib)")
     p.add_argument("--markdown", metavar="MD", help="write the results table as Markdown")
@@ -69,6 +75,7 @@ def _bench(args: argparse.Namespace) -> int:
         "users": args.users,
         "per_user": args.per_user,
         "forget_size": args.forget_size,
+        "chat_sizes": [] if args.no_chat else args.chat_sizes,
         "encoder": args.encoder,
         "mem0_python": args.mem0_python,
         "threads": args.threads,

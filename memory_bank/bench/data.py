@@ -193,6 +193,26 @@ class DialogGenerator:
     def turns(self, n: int, per_day: int = 12, first_day: int = 0) -> list[Turn]:
         return [self.turn(first_day + i // per_day, 9 * 60 + 7 * (i % per_day)) for i in range(n)]
 
+    def many(self, n: int, *, unique: int = 20_000, per_day: int = 12) -> list[Turn]:
+        """``n`` turns at any size in seconds: the first ``unique`` are drawn as by
+        :meth:`turns`, the rest reuse their texts in the same order on later days (a million
+        turns would take minutes to draw one by one; search and add costs depend on the number
+        of memories and the shape of the postings, not on every text being new)."""
+        base = self.turns(min(n, unique), per_day)
+        if n <= len(base):
+            return base
+        out = list(base)
+        for i in range(len(base), n):
+            t = base[i % len(base)]
+            out.append(
+                Turn(
+                    t.query,
+                    t.response,
+                    self.start + dt.timedelta(days=i // per_day, minutes=9 * 60 + 7 * (i % per_day)),
+                )
+            )
+        return out
+
     def queries(self, n: int) -> list[str]:
         """Questions about the dialog, of a chat message's length."""
         return [self._text(_QUERY, 12.0).rstrip(".?!") + "?" for _ in range(n)]

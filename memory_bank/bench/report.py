@@ -97,6 +97,15 @@ def targets(out: dict[str, Any]) -> list[dict[str, Any]]:
         0.8,
         at_most=False,
     )
+    chat = ((out.get("scenarios") or {}).get("chat_turn") or {}).get("sizes") or {}
+    if len(chat) >= 2:
+        lo, hi = min(chat, key=int), max(chat, key=int)
+        add(
+            f"memory work of a chat reply (LLM and embeddings aside), {lo} -> {hi} memories (ratio)",
+            _ratio(chat[hi].get("chat_turn_core_ms_p50"), chat[lo].get("chat_turn_core_ms_p50")),
+            1.5,
+            note=f"{chat[lo].get('chat_turn_core_ms_p50', 0):.2f} -> {chat[hi].get('chat_turn_core_ms_p50', 0):.2f} ms",
+        )
     users = (out.get("scenarios") or {}).get("users") or {}
     add(
         f"search p50, {users.get('users')} users x {users.get('per_user')} vs one user (ratio, warm)",

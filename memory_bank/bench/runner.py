@@ -58,6 +58,8 @@ class BenchConfig:
     users: int = 1000
     per_user: int = 1000
     forget_size: int = 1_000_000
+    #: Sizes of the chat-turn scenario (:func:`memory_bank.bench.scenarios.chat_turn`); empty to skip.
+    chat_sizes: list[int] = dataclasses.field(default_factory=lambda: [1000, 100_000, 1_000_000])
     queries: int = 50
     adds: int = 60
     imports: int = 500
@@ -87,6 +89,7 @@ class BenchConfig:
             users=20,
             per_user=100,
             forget_size=20_000,
+            chat_sizes=[300, 3000],
             queries=10,
             adds=9,
             imports=100,
@@ -198,6 +201,7 @@ class Runner:
             "sessions": c.sessions,
             "per_session": c.per_session,
             "forget_size": c.forget_size,
+            "chat_sizes": c.chat_sizes,
             **kw,
         }
 
@@ -306,6 +310,8 @@ class Runner:
         scenarios: dict[str, Any] = {}
         if c.users:
             scenarios["users"] = self._run(self._spec(kind="users"))
+        if c.chat_sizes:
+            scenarios["chat_turn"] = self._run(self._spec(kind="chat_turn"))
         if c.forget_size:
             scenarios["forgetting"] = self._run(self._spec(kind="forget_million", generic_path=c.quick))
         machine["loadavg_end"] = runinfo.load_average()

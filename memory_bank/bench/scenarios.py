@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 from pathlib import Path
 from typing import Any
@@ -100,7 +101,7 @@ def forget_million(spec: Spec) -> dict[str, Any]:
     from memory_bank.bank import MemoryBank
     from memory_bank.bench.systems import remove
     from memory_bank.embeddings import HashingEncoder
-    from memory_bank.records import RETRIEVABLE_KINDS
+    from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind
     from memory_bank.stores import Storage
 
     n = spec["forget_size"]
@@ -117,23 +118,28 @@ def forget_million(spec: Spec) -> dict[str, Any]:
     bank = MemoryBank.open(work, encoder_instance=HashingEncoder(8))
     rec = bank.user("big", create=True)
 
-    def rows() -> Any:
-        turn, prev = 0, -1
-        for i in range(n):
+    def memories(lo: int, hi: int) -> list[Memory]:
+        out: list[Memory] = []
+        for i in range(lo, hi):
             d = int(days[i])
-            turn = turn + 1 if d == prev else 0
-            prev = d
+            turn = int(turns[i])
             last = day_str[min(d + int(recall_after[i]), span - 1)] if recalled[i] else None
-            yield (rec.id, f"big_{day_str[d]}_{turn}", "turn", day_str[d], turn, "x", int(strengths[i]), last)
+            out.append(
+                Memory(
+                    memory_id=f"big_{day_str[d]}_{turn}", user="big", kind=MemoryKind.TURN, date=day_str[d],
+                    turn=turn, text="x", strength=int(strengths[i]), last_recall_date=last,
+                )
+            )  # fmt: skip
+        return out
 
-    def build() -> None:
-        bank.storage._write(  # type: ignore[attr-defined]
-            lambda c: c.executemany(
-                "INSERT INTO memories(user_id, memory_id, kind, date, turn, text, strength, last_recall_date) "
-                "VALUES (?,?,?,?,?,?,?,?)",
-                rows(),
-            )
-        )
+    # Turn numbers within each day: 0, 1, ... (days are sorted).
+    first = np.r_[True, days[1:] != days[:-1]]
+    starts = np.flatnonzero(first)
+    turns = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
+
+    def build() -> None:  # no vectors: a forgetting pass does not read them
+        for lo in range(0, n, 50_000):
+            bank.storage.add_memories(rec.id, memories(lo, min(n, lo + 50_000)), None, "")
 
     build_s, _ = timed(build)
     now = day_str[span - 1]
@@ -180,3 +186,84 @@ def forget_million(spec: Spec) -> dict[str, Any]:
     if not spec.get("keep"):
         remove(work)
     return out
+
+
+def chat_turn(spec: Spec) -> dict[str, Any]:
+    """The memory work of one SiliconFriend reply, everything but the LLM call, at each of
+    ``chat_sizes`` memories of one user: what :class:`silicon_friend.engine.ChatEngine` asks of
+    the bank for a reply (the library cannot import the app, so the calls are listed here in
+    its order): the user lookup, the global layers for the prompt, the search for the message,
+    storing the turn, and reinforcing the memories the reply used.
+
+    ``chat_turn_ms_p50`` includes the two embeddings (the message and the new turn);
+    ``chat_turn_core_ms_p50`` gives them from a cache, leaving the memory work itself, which
+    should not grow with the history. Replies alternate between the two, so both see the same
+    load. A store is built once per size and kept under ``workdir`` (``chat-N``) with
+    ``keep``, so reruns with ``--workdir`` reuse it.
+    """
+    from memory_bank.bench.systems import CachingEncoder
+    from memory_bank.embeddings import get_encoder
+
+    set_threads(spec.get("threads"))
+    enc = CachingEncoder(get_encoder(spec["encoder"]))
+    pool = np.load(spec["pool_file"])
+    sizes = {str(n): _chat_turn_at(spec, n, enc, pool) for n in spec["chat_sizes"]}
+    return {"k": spec["k"], "sizes": sizes, "rss_mb": peak_rss_mb()}
+
+
+def _chat_turn_at(spec: Spec, n: int, enc: Any, pool: np.ndarray) -> dict[str, Any]:
+    from memory_bank.bank import MemoryBank
+    from memory_bank.bench.data import DialogGenerator, synth_vectors
+    from memory_bank.bench.systems import MemoryBankSystem, remove
+    from memory_bank.records import index_text, turn_text
+
+    k = spec["k"]
+    work = Path(spec["workdir"]) / f"chat-{n}"
+    gen = DialogGenerator(spec["seed"])
+    built_s = None
+    if not (work / "memorybank.sqlite3").exists():
+        turns = gen.many(n)
+        system = MemoryBankSystem(work, enc)
+        built_s, _ = timed(lambda: system.build("user", turns, synth_vectors(pool, n)))
+        del turns
+    last_day = (n - 1) // 12  # gen.many puts 12 turns on a day
+    bank = MemoryBank.open(work, encoder_instance=enc)
+    rec = bank.user("user")
+    first_s, _ = timed(lambda: bank.search("user", "warm up", k=k))  # loads the partition
+    messages = DialogGenerator(spec["seed"] + 5).turns(spec["adds"], first_day=last_day + 1)
+
+    def reply(msg: Any) -> None:
+        # silicon_friend.engine.ChatEngine.prepare, then _finish, in order
+        bank.has_user("user")
+        bank.profile("user")
+        hits = bank.search("user", msg.query, k=k, now=msg.at)
+        bank.add_turn("user", msg.query, msg.response, at=msg.at)
+        if hits:
+            bank.reinforce("user", [h.memory.memory_id for h in hits], now=msg.at)
+
+    full: list[float] = []
+    core: list[float] = []
+    for i, msg in enumerate(messages):
+        cached = i % 2 == 1
+        if cached:  # the two texts the reply embeds: the message, the new turn after the day's last reply
+            previous = bank.storage.last_turn(rec.id, msg.at.date().isoformat())
+            context = previous.response if previous is not None and previous.response else None
+            for text in (msg.query, index_text(turn_text(msg.query, msg.response), context)):
+                enc.cache[text] = enc.inner.encode([text])[0]
+            enc.use_cache = True
+        took, _ = timed(functools.partial(reply, msg))
+        enc.use_cache = False
+        (core if cached else full).append(took)
+    bank.close()
+    if not spec.get("keep"):
+        remove(work)
+    return {
+        "memories": n,
+        "build_s": built_s,
+        "first_search_s": first_s,
+        "chat_turn_ms_p50": pct(full, 50) * 1000,
+        "chat_turn_core_ms_p50": pct(core, 50) * 1000,
+        "chat_turn_core_ms_p95": pct(core, 95) * 1000,
+        "turns": len(messages),
+        "loadavg": os.getloadavg(),
+    }

@@ -197,6 +197,16 @@ class Storage(abc.ABC):
     def memories_by_ids(self, user_id: int, memory_ids: Iterable[str]) -> list[Memory]:
         """The user's memories with these memory ids (the ones that exist), an index lookup."""
 
+    def has_memories(self, user_id: int, *, include_archived: bool = False) -> bool:
+        """Whether the user has any memory (unarchived ones only, unless ``include_archived``).
+        A backend answers from an index, without listing the user's history."""
+        return bool(self.memories(user_id, include_archived=include_archived))
+
+    def turn_days(self, user_id: int) -> list[str]:
+        """The days (ascending) on which the user has turns that are not forgotten. A backend
+        reads them from its (user, kind, date) index: one entry per day, not per turn."""
+        return sorted({m.date for m in self.memories(user_id, [MemoryKind.TURN], include_archived=False)})
+
     def get_memory(self, user_id: int, memory_id: str) -> Memory | None:
         """The user's memory with this id, or ``None``."""
         found = self.memories_by_ids(user_id, [memory_id])

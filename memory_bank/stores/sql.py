@@ -188,6 +188,9 @@ class SQLStorage(Storage):
     LOCK_USER: ClassVar[str] = "SELECT 1 FROM users WHERE id = ?"
     #: A hint after ``FROM memories m`` for reads in rowid order of one user.
     ROWID_ORDER_HINT: ClassVar[str] = ""
+    #: Appended to ``FROM memories m`` in a read filtered by kind: the (user, kind, date) index,
+    #: where a planner without statistics would scan all of the user's rows in date order.
+    BY_KIND_HINT: ClassVar[str] = ""
     #: Migrations from version N to N+1, applied in order inside one transaction.
     MIGRATIONS: ClassVar[dict[int, str]]
 
@@ -602,17 +605,20 @@ class SQLStorage(Storage):
             args = [user_id, *args]
         else:
             sql, args = "m.user_id = ?", [user_id]
+        select = _SELECT
         if kinds is not None:
             cond, more = self._in_list("m.kind", kinds)
             sql += f" AND {cond}"
             args += more
+            if rowids is None:
+                select = _SELECT.replace("FROM memories m", f"FROM memories m{self.BY_KIND_HINT}", 1)
         if not archived:
             sql += " AND m.archived = ?"
             args.append(False)
         if day is not None:
             sql += " AND m.date = ?"
             args.append(day)
-        return [to_memory(r[0], r[1:]) for r in self._rows(_SELECT + sql + _ORDER, args)]
+        return [to_memory(r[0], r[1:]) for r in self._rows(select + sql + _ORDER, args)]
 
     def memories_by_ids(self, user_id: int, memory_ids: Iterable[str]) -> list[Memory]:
         ids = list(dict.fromkeys(memory_ids))
@@ -623,6 +629,18 @@ class SQLStorage(Storage):
             to_memory(r[0], r[1:])
             for r in self._rows(f"{_SELECT}m.user_id = ? AND {cond}{_ORDER}", (user_id, *args))
         ]
+
+    def has_memories(self, user_id: int, *, include_archived: bool = False) -> bool:
+        cond = "" if include_archived else " AND archived = ?"
+        args: tuple[Any, ...] = (user_id,) if include_archived else (user_id, False)
+        return bool(self._rows(f"SELECT 1 FROM memories WHERE user_id = ?{cond} LIMIT 1", args))
+
+    def turn_days(self, user_id: int) -> list[str]:
+        rows = self._rows(
+            "SELECT DISTINCT date FROM memories WHERE user_id = ? AND kind = 'turn' AND archived = ? ORDER BY date",
+            (user_id, False),
+        )
+        return [str(r[0]) for r in rows]
 
     def last_turn(self, user_id: int, date: str) -> Memory | None:
         rows = self._rows(

@@ -85,6 +85,7 @@ class SQLiteStorage(SQLStorage):
     GREATEST = "max"
     BY_ROWID = "+"  # look rows up by primary key, not by scanning the user's index entries
     ROWID_ORDER_HINT = " INDEXED BY memories_by_user_id"
+    BY_KIND_HINT = " INDEXED BY memories_by_user"
     MIGRATIONS = _MIGRATIONS
 
     def __init__(

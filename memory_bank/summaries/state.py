@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from memory_bank.records import Memory, MemoryKind
@@ -50,19 +50,40 @@ def fingerprint(items: Sequence[tuple[str, str]]) -> str:
     return h.hexdigest()[:16]
 
 
-def daily_state(
-    bank: MemoryBank, user: str
-) -> tuple[dict[str, list[Memory]], dict[tuple[MemoryKind, str], Memory]]:
-    """Live (not forgotten) turns by day, and every daily layer (forgotten ones too) by (kind, day)."""
-    turns: dict[str, list[Memory]] = {}
-    layers: dict[tuple[MemoryKind, str], Memory] = {}
-    for m, _ in bank.memories(user, kinds=(MemoryKind.TURN, *DAILY_KINDS), include_archived=True):
-        if m.kind is MemoryKind.TURN:
-            if not m.archived:
-                turns.setdefault(m.date, []).append(m)
-        else:
-            layers[(m.kind, m.date)] = m
-    return turns, layers
+class DayTurns(Mapping[str, list[Memory]]):
+    """A user's live (not forgotten) turns by day, read one day at a time when first asked for:
+    knowing which days are due reads one index entry per day, and only the days that are
+    summarised read their turns, so scheduling stays cheap however long the history is."""
+
+    def __init__(self, bank: MemoryBank, user: str) -> None:
+        self._bank = bank
+        self._user = user
+        self._days = bank.storage.turn_days(bank.user(user).id)
+        self._known = frozenset(self._days)
+        self._loaded: dict[str, list[Memory]] = {}
+
+    def __getitem__(self, day: str) -> list[Memory]:
+        if day not in self._known:
+            raise KeyError(day)
+        if day not in self._loaded:
+            self._loaded[day] = self._bank.history(self._user, date=day)
+        return self._loaded[day]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._days)
+
+    def __len__(self) -> int:
+        return len(self._days)
+
+    def __contains__(self, day: object) -> bool:
+        return day in self._known
+
+
+def daily_state(bank: MemoryBank, user: str) -> tuple[DayTurns, dict[tuple[MemoryKind, str], Memory]]:
+    """Live (not forgotten) turns by day (read lazily, see :class:`DayTurns`), and every daily
+    layer (forgotten ones too) by (kind, day)."""
+    layers = {(m.kind, m.date): m for m, _ in bank.memories(user, kinds=DAILY_KINDS, include_archived=True)}
+    return DayTurns(bank, user), layers
 
 
 def layer_due(layer: Memory | None) -> bool:

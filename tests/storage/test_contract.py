@@ -376,3 +376,22 @@ def test_content_weights_and_the_cold_tiers_vectors(stores) -> None:  # type: ig
     assert storage.vectors(u, ENC, TURN_KINDS).rowids.tolist() == [a.rowid, c]
     cold = storage.vectors(u, ENC, TURN_KINDS, archived=True)
     assert cold.rowids.tolist() == [b.rowid] and cold.texts == ["My cat is Miso."]
+
+
+def test_has_memories_and_turn_days_answer_from_the_index(storage: Storage) -> None:
+    """What a chat turn and the summary scheduler ask without listing the history."""
+    u = storage.ensure_user("Ann").id
+    assert not storage.has_memories(u) and storage.turn_days(u) == []
+    a = storage.add_turn(u, turn("Ann", "2023-05-02", "a"), None, ENC)
+    storage.add_turn(u, turn("Ann", "2023-05-01", "b"), None, ENC)
+    storage.add_memories(u, [Memory(memory_id="Ann_2023-05-03_summary", user="Ann", kind=MemoryKind.DAILY_SUMMARY,
+                                    date="2023-05-03", text="s")], None, ENC)  # fmt: skip
+    assert storage.has_memories(u)
+    assert storage.turn_days(u) == ["2023-05-01", "2023-05-02"]  # days of turns only, ascending
+    storage.set_archived(u, [m.rowid or 0 for m in storage.memories(u)], True)
+    assert not storage.has_memories(u) and storage.has_memories(u, include_archived=True)
+    assert storage.turn_days(u) == []  # forgotten turns are not summarised
+    storage.set_archived(u, [a.rowid or 0], False)
+    assert storage.turn_days(u) == ["2023-05-02"]
+    # The generic fallbacks (a backend of another kind) give the same answers.
+    assert Storage.has_memories(storage, u) and Storage.turn_days(storage, u) == ["2023-05-02"]

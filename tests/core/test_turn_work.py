@@ -1,0 +1,75 @@
+"""A chat turn's memory work does not grow with the user's history.
+
+Counted, not timed: SQLite's progress handler counts the virtual-machine steps of every
+statement, so a read that walks all of a user's rows shows up as work proportional to the
+history, whatever the machine's load.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from memory_bank import Memory, MemoryKind
+
+
+def _fill(bank: Any, n: int) -> None:
+    """``n`` turns of one user over n/10 days, with the global layers a prompt reads."""
+    rec = bank.user("Ann", create=True)
+    mems = [
+        Memory(memory_id=f"Ann_d{i // 10}_{i % 10}", user="Ann", kind=MemoryKind.TURN,
+               date=f"2020-{1 + (i // 10) // 28 % 12:02d}-{1 + (i // 10) % 28:02d}" if i < 3000 else "2021-01-01",
+               turn=i, text=f"turn {i} about hiking", query=f"turn {i}", response="ok")
+        for i in range(n)
+    ]  # fmt: skip
+    bank.storage.add_memories(rec.id, mems, None, bank.encoder_name)
+    bank.set_layer("Ann", MemoryKind.GLOBAL_SUMMARY, "Ann hikes.")
+    bank.set_layer("Ann", MemoryKind.GLOBAL_PORTRAIT, "Cheerful.")
+
+
+def _steps(bank: Any, fn: Callable[[], object]) -> int:
+    """SQLite VM steps (in units of 100) that ``fn`` makes on this thread's connection."""
+    conn: sqlite3.Connection = bank.storage._conn()
+    count = [0]
+
+    def tick() -> int:
+        count[0] += 1
+        return 0
+
+    conn.set_progress_handler(tick, 100)
+    try:
+        fn()
+    finally:
+        conn.set_progress_handler(None, 0)
+    return count[0]
+
+
+def test_reading_what_a_reply_needs_costs_the_same_at_any_history_length(make_bank) -> None:  # type: ignore[no-untyped-def]
+    small, large = make_bank("small"), make_bank("large")
+    _fill(small, 200)
+    _fill(large, 6000)
+
+    def reply_reads(bank: Any) -> Callable[[], object]:
+        ids = [m.memory_id for m in bank.storage.memories(bank.user("Ann").id, rowids=[3, 7])]
+
+        def run() -> None:
+            assert bank.has_memories("Ann")
+            assert bank.profile("Ann")["global_summary"] == "Ann hikes."
+            bank.reinforce("Ann", ids, now="2022-01-01")
+            bank.layer("Ann", MemoryKind.DAILY_SUMMARY, "2020-01-01")
+
+        return run
+
+    a, b = _steps(small, reply_reads(small)), _steps(large, reply_reads(large))
+    # 30x the history: the same work, give or take the depth of a B-tree.
+    assert b <= 2 * a + 5, (a, b)
+
+
+def test_storing_a_turn_costs_the_same_at_any_history_length(make_bank) -> None:  # type: ignore[no-untyped-def]
+    small, large = make_bank("small"), make_bank("large")
+    _fill(small, 200)
+    _fill(large, 6000)
+    a = _steps(small, lambda: small.add_turn("Ann", "I went hiking again.", "Nice!", at="2021-01-01T10:00"))
+    b = _steps(large, lambda: large.add_turn("Ann", "I went hiking again.", "Nice!", at="2021-01-01T10:00"))
+    assert b <= 2 * a + 5, (a, b)
