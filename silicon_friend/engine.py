@@ -35,10 +35,10 @@ from langchain_core.language_models import BaseChatModel
 from memory_bank.bank import MAX_TEXT, MemoryBank
 from memory_bank.config import DEFAULT_HISTORY_WINDOW, DEFAULT_TOP_K
 from memory_bank.errors import InvalidInputError, MemoryBankError
-from memory_bank.records import Memory
+from memory_bank.records import SearchResult
 from memory_bank.text import validate_user
 from silicon_friend.budget import FittedPrompt, PromptPlan, fit_prompt
-from silicon_friend.errors import ModelError, NoSessionError, SiliconFriendError
+from silicon_friend.errors import ModelError, NoSessionError, SessionEndedError, SiliconFriendError
 from silicon_friend.models import (
     LoadedModel,
     call_params,
@@ -88,9 +88,25 @@ class ChatSettings:
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
+@dataclasses.dataclass(frozen=True)
+class UsedMemory:
+    """A memory the prompt of a reply carried: what the user sees under "memories used"."""
+
+    memory_id: str
+    kind: str
+    date: str
+    text: str
+    score: float
+
+
 @dataclasses.dataclass
 class Turn:
-    """One exchange of a session; ``error`` is set when no (complete) reply was given."""
+    """One exchange of a session; ``error`` is set when no (complete) reply was given.
+
+    ``used`` are the memories the prompt carried (best first); ``memory_id`` is set once the turn
+    is committed to the store, and ``reinforced`` counts the used memories whose strength grew.
+    A turn of a temporary chat is never stored (``memory_id`` stays ``None``).
+    """
 
     query: str
     timestamp: str
@@ -98,11 +114,22 @@ class Turn:
     memory_id: str | None = None
     error: str | None = None
     stopped: bool = False
-    memories: list[str] = dataclasses.field(default_factory=list)
+    used: list[UsedMemory] = dataclasses.field(default_factory=list)
+    reinforced: int = 0
+    temporary: bool = False
 
     @property
     def failed(self) -> bool:
         return self.error is not None
+
+    @property
+    def memories(self) -> list[str]:
+        """The ids of the memories the prompt carried."""
+        return [m.memory_id for m in self.used]
+
+    @property
+    def stored(self) -> bool:
+        return self.memory_id is not None
 
 
 @dataclasses.dataclass
@@ -111,17 +138,22 @@ class Session:
 
     ``returning`` says whether the user had memories when the session started. ``turns`` is the
     conversation shown on screen; "New Conversation" empties it but keeps every memory.
+    ``temporary`` (a temporary chat, memory paused): replies neither read nor write memories.
+    ``ended``: the user was forgotten ("Forget me"); the session answers nothing more, so a
+    message still waiting cannot bring the deleted user back.
     """
 
     user: str
     returning: bool = False
     turns: list[Turn] = dataclasses.field(default_factory=list)
+    temporary: bool = False
+    ended: bool = False
     cancel: threading.Event = dataclasses.field(default_factory=threading.Event, repr=False, compare=False)
     lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Session:
         # Thread primitives cannot be copied; a copy gets fresh ones.
-        return Session(self.user, self.returning, copy.deepcopy(self.turns, memo))
+        return Session(self.user, self.returning, copy.deepcopy(self.turns, memo), self.temporary, self.ended)
 
     def recent(self, n: int) -> list[Turn]:
         """The last ``n`` answered turns (failed ones are left out of the prompt)."""
@@ -181,6 +213,23 @@ class SiliconFriend:
         logger.info("session started for %r (%s)", user, "returning" if returning else "new")
         return Session(user=user, returning=returning)
 
+    def resume(self, session: Session, turns: int) -> None:
+        """Show the user's last ``turns`` stored turns as the conversation (after a page reload
+        the chat picks up where it was); they are also the prompt's recent dialog."""
+        if turns <= 0 or not self.bank.has_user(session.user):
+            return
+        stored = self.bank.history(session.user)[-turns:]
+        with session.lock:
+            session.turns = [
+                Turn(
+                    query=m.query or m.text,
+                    timestamp=m.timestamp or m.date,
+                    response=m.response or "",
+                    memory_id=m.memory_id,
+                )
+                for m in stored
+            ]
+
     def new_conversation(self, session: Session) -> None:
         """Empty the on-screen conversation; memories stay."""
         with session.lock:
@@ -193,18 +242,28 @@ class SiliconFriend:
     # -- prompting ----------------------------------------------------------------------------
     def _related(
         self, session: Session, message: str, settings: ChatSettings, skip: set[str]
-    ) -> list[Memory]:
-        if settings.top_k == 0 or not self.bank.has_user(session.user):
+    ) -> list[SearchResult]:
+        if session.temporary or settings.top_k == 0 or not self.bank.has_user(session.user):
             return []
         hits = self.bank.search(session.user, message, k=settings.top_k + len(skip))
-        return [h.memory for h in hits if h.memory.memory_id not in skip][: settings.top_k]
+        return [h for h in hits if h.memory.memory_id not in skip][: settings.top_k]
 
     def prepare(self, session: Session, message: str, settings: ChatSettings | None = None) -> FittedPrompt:
         """The prompt for ``message`` in ``session`` (retrieval and budgeting, no LLM call)."""
-        settings = settings or self.settings
+        return self._prepare(session, message, settings or self.settings)[0]
+
+    def _prepare(
+        self, session: Session, message: str, settings: ChatSettings
+    ) -> tuple[FittedPrompt, dict[str, float]]:
+        """The prompt and the retrieval score of each memory considered for it."""
         window = session.recent(settings.history_turns)
         skip = {t.memory_id for t in window if t.memory_id}
-        profile = self.bank.profile(session.user)
+        hits = self._related(session, message, settings, skip)
+        profile = (
+            {"global_portrait": "", "global_summary": ""}
+            if session.temporary
+            else self.bank.profile(session.user)
+        )
         first_time = not session.returning and not any(not t.failed for t in session.turns)
         plan = PromptPlan(
             texts=self.texts,
@@ -212,19 +271,20 @@ class SiliconFriend:
             today=self.clock().date().isoformat(),
             message=message,
             first_time=first_time,
-            memories=self._related(session, message, settings, skip),
+            memories=[h.memory for h in hits],
             portrait=profile["global_portrait"],
             summary=profile["global_summary"],
             history=[(t.query, t.response) for t in window],
             brief=self.model.decoding.brief,
         )
         cap = self.model.decoding.max_reply_tokens
-        return fit_prompt(
+        fitted = fit_prompt(
             plan,
             context_tokens=self.model.context_tokens,
             max_new_tokens=min(settings.max_new_tokens, cap) if cap else settings.max_new_tokens,
             count=self.model.count_tokens,
         )
+        return fitted, {h.memory.memory_id: float(h.score) for h in hits}
 
     # -- replying -----------------------------------------------------------------------------
     def stream(
@@ -244,15 +304,22 @@ class SiliconFriend:
             raise InvalidInputError(f"the message is {len(message):,} characters; the limit is {MAX_TEXT:,}")
         settings = settings or self.settings
         with session.lock:
+            if session.ended:
+                raise SessionEndedError("this user's memories were deleted; enter your name to start again")
             session.cancel.clear()
             now = self.clock()
-            turn = Turn(query=message, timestamp=now.isoformat(timespec="seconds"))
+            turn = Turn(
+                query=message, timestamp=now.isoformat(timespec="seconds"), temporary=session.temporary
+            )
             pieces: list[str] = []
             fitted: FittedPrompt | None = None
             meta: dict[str, Any] = {}
             try:
-                fitted = self.prepare(session, message, settings)
-                turn.memories = [m.memory_id for m in fitted.memories]
+                fitted, scores = self._prepare(session, message, settings)
+                turn.used = [
+                    UsedMemory(m.memory_id, m.kind.value, m.date, m.text, scores.get(m.memory_id, 0.0))
+                    for m in fitted.memories
+                ]
                 session.turns.append(turn)
                 params = call_params(
                     self.model.chat_model,
@@ -311,6 +378,8 @@ class SiliconFriend:
         if turn.error:
             logger.warning("no reply for %r: %s", session.user, turn.error)
             turn.response = ""
+        if turn.temporary:  # a temporary chat writes nothing: no turn, no reinforcement, no summary
+            return
         try:
             try:
                 memory = self.bank.add_turn(session.user, turn.query, turn.response, at=now)
@@ -320,9 +389,12 @@ class SiliconFriend:
                 logger.warning("storing the reply failed (%s); storing the message alone", e)
                 turn.error, turn.response = f"the reply could not be stored: {e}", ""
                 memory = self.bank.add_turn(session.user, turn.query, "", at=now)
-            turn.memory_id = memory.memory_id
             if fitted is not None and fitted.memories and not turn.failed:
+                day = now.date().isoformat()
+                grows = [m for m in fitted.memories if (m.last_recall_date or "") < day]
                 self.bank.reinforce(session.user, [m.memory_id for m in fitted.memories], now=now)
+                turn.reinforced = len({m.memory_id for m in grows})
+            turn.memory_id = memory.memory_id  # last: "stored" is only ever shown after the commit
         except MemoryBankError as e:
             logger.exception("could not store the turn of %r", session.user)
             turn.error = f"{turn.error + '; ' if turn.error else ''}the turn could not be saved: {e}"

@@ -28,3 +28,7 @@ class PromptTooLongError(ModelError, InvalidInputError):
 
 class NoSessionError(SiliconFriendError, InvalidInputError):
     """An action needs a user, but no one has said who they are yet."""
+
+
+class SessionEndedError(SiliconFriendError, InvalidInputError):
+    """The session's user was forgotten ("Forget me"): it takes no more messages."""
