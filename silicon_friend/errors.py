@@ -32,3 +32,8 @@ class NoSessionError(SiliconFriendError, InvalidInputError):
 
 class SessionEndedError(SiliconFriendError, InvalidInputError):
     """The session's user was forgotten ("Forget me"): it takes no more messages."""
+
+
+class Refused(Exception):
+    """A web-app action that cannot run as asked (no user, a bad filter); its message is shown
+    as a toast and the page stays as it was."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from memory_bank import MemoryBank, MemoryKind
 from memory_bank.errors import InvalidInputError
+from memory_bank.explain import Explanation
 from memory_bank.records import Memory
 from memory_bank.text import parse_day
 
@@ -191,13 +192,15 @@ class ReasonTexts:
     classes: Mapping[str, str]
 
 
-def fade_reason(why: Mapping[str, Any], texts: ReasonTexts, kind_name: str) -> str:
+def fade_reason(why: Mapping[str, Any] | Explanation, texts: ReasonTexts, kind_name: str) -> str:
     """A short sentence saying why a memory is strong or fading, from :meth:`MemoryBank.explain`.
 
     The typed fields (recalls, the kind's time scale, the content class, retention, the
     projected forgetting day) are put into words; a ``reason`` the explanation already carries
     (a newer forgetting engine may give one) comes first.
     """
+    if isinstance(why, Explanation):
+        why = why.to_dict()
     if why.get("archived"):
         return texts.archived
     parts: list[str] = []

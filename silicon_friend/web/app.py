@@ -25,6 +25,7 @@ import gradio as gr
 from memory_bank.errors import MemoryBankError
 from memory_bank.text import validate_user
 from silicon_friend.engine import ChatSettings, Session, SiliconFriend
+from silicon_friend.errors import Refused
 from silicon_friend.memories import export_bytes
 from silicon_friend.web.downloads import DownloadStore
 from silicon_friend.web.memory_tab import CSS as MEMORY_TAB_CSS
@@ -66,10 +67,6 @@ def normalise_history(history: Sequence[Any] | None) -> list[dict[str, str]]:
             if bot is not None:
                 out.append({"role": "assistant", "content": message_text(bot)})
     return out
-
-
-class Refused(Exception):
-    """An action that cannot run as asked; its message is shown as a toast."""
 
 
 class WebApp:

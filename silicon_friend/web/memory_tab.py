@@ -25,12 +25,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import gradio as gr
 
 from memory_bank.errors import MemoryBankError, MemoryNotFoundError
 from memory_bank.records import Memory
+from silicon_friend.errors import Refused
 from silicon_friend.memories import retention_figure
 from silicon_friend.memory_view import (
     KINDS,
@@ -50,7 +51,24 @@ from silicon_friend.web.sessions import SessionRegistry
 from silicon_friend.web.texts import MemoryTabTexts, memory_texts
 
 if TYPE_CHECKING:
-    from silicon_friend.web.app import WebApp
+    from silicon_friend.engine import Session, SiliconFriend
+    from silicon_friend.web.sessions import WebSession
+    from silicon_friend.web.texts import UITexts
+
+
+class TabHost(Protocol):
+    """What the tab needs of the app around it (:class:`~silicon_friend.web.app.WebApp`), so
+    that this module does not import the app that builds it."""
+
+    engine: "SiliconFriend"
+    auth: bool
+    texts: "UITexts"
+
+    def _warn(self, message: str) -> None: ...
+    def _tab(self, request: Any) -> "WebSession": ...
+    def _session(self, name: str | None, request: Any) -> "Session": ...
+    def _current(self, request: Any) -> "Session | None": ...
+    def _render_tab(self, request: Any) -> list[dict[str, str]]: ...
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +140,7 @@ class MemoryTab:
 
     css = CSS
 
-    def __init__(self, app: "WebApp") -> None:
+    def __init__(self, app: TabHost) -> None:
         self.app = app
         self.texts: MemoryTabTexts = memory_texts(app.engine.language)
         self.views = ViewRegistry()
@@ -188,7 +206,7 @@ class MemoryTab:
 
     def _detail(self, user: str, memory: Memory) -> str:
         t = self.texts
-        why = self.bank.explain(user, memory.memory_id)
+        why = self.bank.explain(user, memory.memory_id).to_dict()
         facts = t.facts.format(
             strength=why["strength"],
             recalls=why["recalls"],
@@ -264,8 +282,6 @@ class MemoryTab:
         self, name: str, request: gr.Request | None, form: Sequence[Any]
     ) -> tuple[str, TabView, MemoryFilter]:
         """The signed-in user, their view in this tab and the parsed filter; raises ``Refused``."""
-        from silicon_friend.web.app import Refused
-
         user = self.app._session(name, request).user
         try:
             flt = MemoryFilter.parse(*form)
@@ -283,8 +299,6 @@ class MemoryTab:
     ) -> tuple[Any, ...]:
         """Run ``action(user, view)`` (True: keep the selection open) and render the tab; a
         refusal or a library error is a toast and changes nothing on the page."""
-        from silicon_friend.web.app import Refused
-
         keep = (gr.update(),) * len(self.outputs)
         try:
             user, view, flt = self._open(name, request, form)
@@ -339,8 +353,6 @@ class MemoryTab:
 
     def select(self, name: str, evt: gr.SelectData, request: gr.Request) -> tuple[Any, ...]:
         """A click on a table row: open that memory (looked up in the page this tab was shown)."""
-        from silicon_friend.web.app import Refused
-
         try:
             user = self.app._session(name, request).user
         except Refused as e:
