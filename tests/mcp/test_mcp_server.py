@@ -164,3 +164,16 @@ async def test_http_token_decides_the_user_and_foreign_hosts_are_refused(tmp_pat
             await call(jason, "save_memory", text="My dog is called Rex.")
         async with http_session(url, emily_token) as emily:
             assert [m["text"] for m in await call(emily, "list_memories")] == ["My cat is called Miso."]
+
+
+async def test_a_server_with_another_encoder_than_the_store_says_so(tmp_path: Path) -> None:
+    """Issue 15, item 6: not a silent empty search, but the store's encoder and the fix."""
+    store = tmp_path / "store"
+    with MemoryBank.open(store, encoder="hashing-32") as bank:
+        bank.add_turn("Emily", "My cat is called Miso.", "Lovely!")
+    async with stdio_session(store, "Emily") as s:  # started with --encoder hashing
+        for tool, args in (("search_memories", {"query": "my cat"}), ("save_memory", {"text": "x"})):
+            result = await s.call_tool(tool, args)
+            assert result.is_error and "'hashing-32'" in result.content[0].text  # type: ignore[union-attr]
+    with MemoryBank.open(store, encoder="hashing-32") as bank:
+        assert [m.query for m in bank.history("Emily")] == ["My cat is called Miso."]
