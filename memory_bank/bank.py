@@ -21,11 +21,18 @@ from typing import Any
 import numpy as np
 
 import memory_bank.forgetting as forgetting
+from memory_bank import encoder_identity as identity
 from memory_bank import salience
 from memory_bank.cold import ColdTier
 from memory_bank.config import MemoryBankConfig, load_config
-from memory_bank.embeddings import Encoder, get_encoder
-from memory_bank.errors import InvalidInputError, MemoryNotFoundError, UserNotFoundError
+from memory_bank.embeddings import Encoder, canonical_name, get_encoder
+from memory_bank.errors import (
+    EncoderMismatchError,
+    InvalidInputError,
+    MemoryBankError,
+    MemoryNotFoundError,
+    UserNotFoundError,
+)
 from memory_bank.explain import STRONG_RETENTION, Explanation, Status
 from memory_bank.index import PartitionCache
 from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind, SearchResult, index_text, turn_text
@@ -109,6 +116,10 @@ class MemoryBank:
             storage = open_storage(self.config.store)
         self.storage: Storage = storage
         self._encoder = encoder
+        #: The encoder once checked against the store's (see :attr:`encoder`).
+        self._checked: Encoder | None = None
+        #: Whether the store records this bank's encoder as its own.
+        self._claimed = False
         self.clock: Clock = clock or dt.datetime.now
         self._cache = PartitionCache(
             loader=self._load_vectors,
@@ -146,17 +157,97 @@ class MemoryBank:
     # -- encoder ------------------------------------------------------------------------------
     @property
     def encoder(self) -> Encoder:
-        """The encoder, loaded on first use (opening a bank loads no model)."""
-        if self._encoder is None:
-            self._encoder = get_encoder(self.config.encoder_for())
-        return self._encoder
+        """The encoder, loaded on first use (opening a bank loads no model), checked against
+        the store's (see :mod:`memory_bank.encoder_identity`): an encoder asked for by name
+        (``encoder=``, the config key ``encoder``, ``--encoder``) that is not the store's is an
+        :class:`EncoderMismatchError`; the language's default encoder gives way to the store's."""
+        if self._checked is None:
+            self._checked = self._store_encoder()
+        return self._checked
 
     @property
     def encoder_name(self) -> str:
+        """The encoder's name, without loading it: the store's encoder, else the configured one."""
+        if self._checked is not None:
+            return self._checked.name
+        stored = self._recorded_encoder()
+        if stored is not None and self._encoder is None and self.config.encoder is None:
+            return stored.name
         return self._encoder.name if self._encoder is not None else self.config.encoder_for()
 
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self.encoder.encode(list(texts))
+    def _recorded_encoder(self) -> identity.StoreEncoder | None:
+        """The encoder the store records, else the one its vectors name (an older store)."""
+        return identity.recorded(self.storage.meta()) or identity.from_vectors(self.storage.vector_encoders())
+
+    def _asked_encoder(self) -> tuple[str, bool]:
+        """The encoder this bank would use on an empty store, and whether it was asked for by
+        name (an instance, the config key ``encoder``) rather than following from the language."""
+        if self._encoder is not None:
+            return self._encoder.name, True
+        return canonical_name(self.config.encoder_for()), self.config.encoder is not None
+
+    def _store_encoder(self) -> Encoder:
+        stored = self._recorded_encoder()
+        wanted, asked = self._asked_encoder()
+        where = f"the store {self.config.store!r}"
+        if stored is not None and stored.name != wanted:
+            switch = (
+                f"switch the store to {wanted!r} with "
+                f"'memorybank reembed --store {self.config.store} --encoder {wanted}'"
+            )
+            if asked:
+                raise EncoderMismatchError(
+                    f"{where} holds vectors of encoder {identity.describe(stored)}, not {wanted!r}: "
+                    f"pass --encoder {stored.name} (config key 'encoder: {stored.name}', "
+                    f"MemoryBank(encoder={stored.name!r})) to use it, or {switch}"
+                )
+            try:
+                encoder = get_encoder(stored.name)
+            except MemoryBankError as e:
+                raise EncoderMismatchError(
+                    f"{where} holds vectors of encoder {identity.describe(stored)}, which cannot be "
+                    f"loaded here ({e}); install it, or {switch}"
+                ) from e
+            logger.info("%s was embedded with %r: using it instead of %r", where, stored.name, wanted)
+        else:
+            encoder = self._encoder if self._encoder is not None else get_encoder(wanted)
+        if stored is not None:
+            why = identity.difference(stored, encoder)
+            if why is not None:
+                raise EncoderMismatchError(
+                    f"encoder {encoder.name!r} cannot read {where}: {why}; re-embed the store with "
+                    f"'memorybank reembed --store {self.config.store} --encoder {encoder.name}'"
+                )
+        return encoder
+
+    def check_encoder(self) -> None:
+        """Refuse now, loading no model, an encoder asked for by name that is not the store's:
+        what an app does at start rather than at its first message (the dimension and
+        fingerprint are checked when the encoder is first used)."""
+        stored = self._recorded_encoder()
+        wanted, asked = self._asked_encoder()
+        if asked and stored is not None and stored.name != wanted:
+            self._store_encoder()  # raises the mismatch with its fix
+
+    def _writing_encoder(self) -> Encoder:
+        """The encoder, recorded as the store's before its first vectors are written (a store
+        takes the first encoder that writes into it; a concurrent writer with another loses)."""
+        encoder = self.encoder
+        if not self._claimed:
+            stored = identity.recorded(self.storage.meta())
+            if stored is None or stored.fingerprint is None or stored.name != encoder.name:
+                self.storage.set_meta(identity.meta_of(encoder))
+                stored = identity.recorded(self.storage.meta())
+                if stored is not None and stored.name != encoder.name:
+                    self._checked = None
+                    self.encoder  # noqa: B018 - raises the mismatch with its fix
+            self._claimed = True
+        return encoder
+
+    def _embed(self, texts: Sequence[str], *, write: bool = False) -> np.ndarray:
+        """Vectors of ``texts``; ``write`` when they go into the store."""
+        encoder = self._writing_encoder() if write else self.encoder
+        return encoder.encode(list(texts))
 
     # -- users --------------------------------------------------------------------------------
     def users(self) -> list[str]:
@@ -240,11 +331,12 @@ class MemoryBank:
         when = _as_datetime(at, self.clock)
         day = when.date().isoformat()
         text = turn_text(query, response)
+        self._writing_encoder()  # an encoder that cannot load leaves no empty user behind
         rec = self.user(user, create=True)
         previous = self.storage.last_turn(rec.id, day)
         floor = int(rec.extra.get(_TURN_FLOOR, {}).get(day, 0))
         context = previous.response if previous is not None and previous.response else None
-        vector = self._embed([index_text(text, context)])[0]
+        vector = self._embed([index_text(text, context)], write=True)[0]
         memory = Memory(
             memory_id=memory_id if memory_id is not None else f"{rec.name}_{day}_{{turn}}",
             user=rec.name,
@@ -273,6 +365,8 @@ class MemoryBank:
         progress: Callable[[int], None] | None = None,
     ) -> list[int]:
         """Bulk insert prepared memories (e.g. an import), embedding the retrievable ones in batches."""
+        if any(m.kind in RETRIEVABLE_KINDS for m in memories):
+            self._writing_encoder()  # loaded before the user is created
         rec = self.user(user, create=True)
         rowids: list[int] = []
         for start in range(0, len(memories), batch_size):
@@ -284,7 +378,7 @@ class MemoryBank:
             retrievable = [m for m in chunk if m.kind in RETRIEVABLE_KINDS]
             others = [m for m in chunk if m.kind not in RETRIEVABLE_KINDS]
             if retrievable:
-                vecs = self._embed([index_text(m.text, m.context) for m in retrievable])
+                vecs = self._embed([index_text(m.text, m.context) for m in retrievable], write=True)
                 rowids += self.storage.add_memories(rec.id, retrievable, vecs, self.encoder_name)
             if others:
                 rowids += self.storage.add_memories(rec.id, others, None, self.encoder_name)
@@ -310,7 +404,7 @@ class MemoryBank:
         parts: list[np.ndarray] = []
         for start in range(0, len(retrievable), batch_size):
             chunk = [memories[i] for i in retrievable[start : start + batch_size]]
-            parts.append(self._embed([index_text(m.text, m.context) for m in chunk]))
+            parts.append(self._embed([index_text(m.text, m.context) for m in chunk], write=True))
             if progress:
                 progress(len(chunk))
         if progress and len(memories) > len(retrievable):
@@ -338,6 +432,8 @@ class MemoryBank:
         if kind is MemoryKind.TURN:
             raise InvalidInputError("use add_turn() for dialog turns")
         _check_text(text, f"{kind.value} text", allow_empty=True)
+        if kind in RETRIEVABLE_KINDS and text.strip():
+            self._writing_encoder()  # loaded before the user is created
         rec = self.user(user, create=True)
         if kind.is_global:
             day = date or self.clock().date().isoformat()
@@ -349,7 +445,7 @@ class MemoryBank:
             day = parse_day(date)
             memory_id = f"{rec.name}_{day}_{'summary' if kind is MemoryKind.DAILY_SUMMARY else 'personality'}"
         memory = Memory(memory_id=memory_id, user=rec.name, kind=kind, date=day, text=text, extra=extra or {})
-        vector = self._embed([text])[0] if kind in RETRIEVABLE_KINDS and text.strip() else None
+        vector = self._embed([text], write=True)[0] if kind in RETRIEVABLE_KINDS and text.strip() else None
         return self.storage.upsert_memory(rec.id, memory, vector, self.encoder_name)
 
     def update_memory(
@@ -376,7 +472,7 @@ class MemoryBank:
             changed.extra = dict(extra)
         vector = None
         if changed.kind in RETRIEVABLE_KINDS and changed.text.strip():
-            vector = self._embed([index_text(changed.text, changed.context)])[0]
+            vector = self._embed([index_text(changed.text, changed.context)], write=True)[0]
         memory = self.storage.upsert_memory(rec.id, changed, vector, self.encoder_name)
         if text is not None and target.kind is MemoryKind.TURN:
             self.storage.mark_stale(
@@ -438,7 +534,7 @@ class MemoryBank:
         before = [m for m in day if (m.turn or 0) < (target.turn or 0)]
         previous = max(before, key=lambda m: m.turn or 0) if before else None
         follower.context = previous.response if previous is not None and previous.response else None
-        vector = self._embed([index_text(follower.text, follower.context)])[0]
+        vector = self._embed([index_text(follower.text, follower.context)], write=True)[0]
         self.storage.upsert_memory(rec.id, follower, vector, self.encoder_name)
 
     def _find(self, rec: UserRecord, memory_id: str) -> Memory:
@@ -832,21 +928,30 @@ class MemoryBank:
 
     # -- maintenance --------------------------------------------------------------------------
     def reembed(self, *, batch_size: int = 256, progress: bool = False) -> int:
-        """Embed every retrievable memory that has no vector from the current encoder."""
-        todo = self.storage.missing_vectors(self.encoder_name, RETRIEVABLE_KINDS)
+        """Embed every retrievable memory that has no vector from the configured encoder, and
+        make it the store's encoder (how a store switches encoders: see
+        :mod:`memory_bank.encoder_identity`). A model that changed under the store's encoder
+        name re-embeds every memory."""
+        encoder = self._encoder if self._encoder is not None else get_encoder(self.config.encoder_for())
+        stored = self._recorded_encoder()
+        changed = stored is not None and stored.name == encoder.name and identity.difference(stored, encoder)
+        # A name no vector has makes every memory due.
+        todo = self.storage.missing_vectors("" if changed else encoder.name, RETRIEVABLE_KINDS)
         bar = None
         if progress and todo:
             from tqdm import tqdm
 
-            bar = tqdm(total=len(todo), unit="memory", desc=f"embedding with {self.encoder_name}")
+            bar = tqdm(total=len(todo), unit="memory", desc=f"embedding with {encoder.name}")
         for start in range(0, len(todo), batch_size):
             chunk = todo[start : start + batch_size]
             self.storage.put_vectors(
-                [r for r, _ in chunk], self._embed([t for _, t in chunk]), self.encoder_name
+                [r for r, _ in chunk], encoder.encode([t for _, t in chunk]), encoder.name
             )
             if bar:
                 bar.update(len(chunk))
         if bar:
             bar.close()
+        self.storage.set_meta(identity.meta_of(encoder), replace=True)
+        self._checked, self._claimed = encoder, True
         self._cache.clear()
         return len(todo)

@@ -195,6 +195,11 @@ def _minilm() -> Encoder:
 MAX_HASHING_DIM = 4096
 
 
+def canonical_name(name: str) -> str:
+    """The name the encoder ``name`` loads as (``hashing`` is ``hashing-256``), without loading it."""
+    return "hashing-256" if name == "hashing" else name
+
+
 @functools.lru_cache(maxsize=8)
 def get_encoder(name: str) -> Encoder:
     """The shared encoder for ``name`` (see the module docstring), loaded on first use."""

@@ -20,6 +20,11 @@ class ConfigError(InvalidInputError):
     """A configuration file or option is invalid."""
 
 
+class EncoderMismatchError(ConfigError):
+    """The encoder asked for is not the one the store's vectors come from (see
+    :mod:`memory_bank.encoder_identity`); the message names the store's encoder and the fix."""
+
+
 class MemoryFileError(InvalidInputError):
     """A memory file (original MemoryBank JSON format) is malformed. The file is never modified."""
 

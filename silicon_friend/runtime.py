@@ -55,7 +55,13 @@ def open_bank(options: Options) -> MemoryBank:
     if options.forgetting:
         overrides["forgetting"] = {"mode": options.forgetting}
     Path(options.data_dir).expanduser().mkdir(parents=True, exist_ok=True)
-    return MemoryBank.open(Path(options.data_dir).expanduser(), config_file=options.config, **overrides)
+    bank = MemoryBank.open(Path(options.data_dir).expanduser(), config_file=options.config, **overrides)
+    try:
+        bank.check_encoder()  # --encoder that is not the store's: refused at start, not mid-chat
+    except BaseException:
+        bank.close()
+        raise
+    return bank
 
 
 def chat_settings(options: Options, bank: MemoryBank) -> ChatSettings:

@@ -244,6 +244,22 @@ class Storage(abc.ABC):
         migrated from."""
         raise StoreError(f"{type(self).__name__} cannot list stored embeddings; it cannot be migrated")
 
+    # the store's own settings (the ``meta`` table of the SQL backends)
+    def meta(self) -> dict[str, str]:
+        """The store's recorded settings (e.g. its encoder, :mod:`memory_bank.encoder_identity`);
+        a backend without such a record has none."""
+        return {}
+
+    def set_meta(self, values: dict[str, str], *, replace: bool = False) -> None:
+        """Record settings in one transaction; without ``replace`` a key already recorded keeps
+        its value (the first writer wins). A backend without such a record ignores them."""
+        return None
+
+    def vector_encoders(self) -> dict[tuple[str, int], int]:
+        """How many stored vectors each ``(encoder, dim)`` made (what an older store's vectors
+        say about its encoder)."""
+        return {}
+
     # narrow reads with generic fallbacks a backend may replace by a lighter query
     def memory_keys(self, user_id: int, rowids: Sequence[int]) -> dict[int, tuple[str, MemoryKind, str]]:
         """``rowid -> (memory_id, kind, date)`` of these memories of the user (the ones that exist)."""

@@ -246,6 +246,25 @@ class SQLStorage(Storage):
             (str(version),),
         )
 
+    # -- the store's settings ------------------------------------------------------------------
+    def meta(self) -> dict[str, str]:
+        return {str(k): str(v) for k, v in self._rows("SELECT key, value FROM meta")}
+
+    def set_meta(self, values: dict[str, str], *, replace: bool = False) -> None:
+        if not values:
+            return
+        action = "UPDATE SET value = excluded.value" if replace else "NOTHING"
+        self._write(
+            lambda c: c.executemany(
+                f"INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT (key) DO {action}",
+                [(k, v) for k, v in values.items()],
+            )
+        )
+
+    def vector_encoders(self) -> dict[tuple[str, int], int]:
+        rows = self._rows("SELECT encoder, dim, COUNT(*) FROM embeddings GROUP BY encoder, dim")
+        return {(str(r[0]), int(r[1])): int(r[2]) for r in rows}
+
     # -- users ---------------------------------------------------------------------------------
     def get_user(self, name: str) -> UserRecord | None:
         rows = self._rows(f"SELECT {_USER_COLUMNS} FROM users WHERE name = ?", (name,))

@@ -8,6 +8,7 @@ import stat
 import pytest
 
 from memory_bank import InvalidInputError, MemoryKind, MemoryNotFoundError, StoreError, UserNotFoundError
+from memory_bank.errors import EncoderMismatchError
 from memory_bank.stores.sqlite import DB_FILENAME, SQLiteStorage
 
 
@@ -263,11 +264,14 @@ def test_changing_encoder_reembeds_only_what_lacks_a_vector(make_bank, tmp_path)
     from memory_bank import MemoryBank
 
     other = MemoryBank.open(tmp_path / "store", encoder_instance=HashingEncoder(64))
-    assert other.search("Ann", "jazz", k=1) == []  # no vectors for this encoder yet
-    assert other.reembed() == 1
+    with pytest.raises(EncoderMismatchError, match="reembed"):  # not a silent []
+        other.search("Ann", "jazz", k=1)
+    assert other.reembed() == 1  # switches the store to this encoder
     assert other.search("Ann", "jazz", k=1)
     assert other.reembed() == 0
     other.close()
+    with pytest.raises(EncoderMismatchError, match="'hashing-64'"):
+        make_bank().search("Ann", "jazz", k=1)  # the old encoder is now the wrong one
 
 
 def test_a_retried_turn_with_a_message_id_is_stored_once(make_bank) -> None:  # type: ignore[no-untyped-def]

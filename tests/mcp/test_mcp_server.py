@@ -199,3 +199,15 @@ def test_without_llm_the_server_makes_no_summaries(bank: MemoryBank) -> None:
     from memory_bank.mcp_cli import _scheduler
 
     assert _scheduler(bank, None) is None  # no --llm, no summaries.llm in the config
+
+async def test_a_server_with_another_encoder_than_the_store_says_so(tmp_path: Path) -> None:
+    """Issue 15, item 6: not a silent empty search, but the store's encoder and the fix."""
+    store = tmp_path / "store"
+    with MemoryBank.open(store, encoder="hashing-32") as bank:
+        bank.add_turn("Emily", "My cat is called Miso.", "Lovely!")
+    async with stdio_session(store, "Emily") as s:  # started with --encoder hashing
+        for tool, args in (("search_memories", {"query": "my cat"}), ("save_memory", {"text": "x"})):
+            result = await s.call_tool(tool, args)
+            assert result.is_error and "'hashing-32'" in result.content[0].text  # type: ignore[union-attr]
+    with MemoryBank.open(store, encoder="hashing-32") as bank:
+        assert [m.query for m in bank.history("Emily")] == ["My cat is called Miso."]

@@ -161,7 +161,7 @@ def test_cli_delete_memory_and_user(tmp_path, capsys) -> None:  # type: ignore[n
     bank = _open(store)
     secret_id = _seed(bank)
     bank.close()
-    common = ["--store", str(store), "--encoder", "hashing"]
+    common = ["--store", str(store), "--encoder", "hashing-64"]  # the store's encoder
     assert cli_main(["delete", *common, "--user", "Ann", "--memory-id", secret_id]) == 0
     bank = _open(store)
     _resummarize(bank, "Ann")

@@ -88,6 +88,23 @@ def test_chat_command_end_to_end(tmp_path, monkeypatch, capsys) -> None:  # type
         assert [m.query for m in bank.history("Emily")] == ["I adopted a cat.", "What is my cat called?"]
 
 
+def test_chat_with_another_encoder_than_the_store_is_refused_at_start(tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Issue 15, item 6: one line naming the store's encoder and the flag, before any chat."""
+    from memory_bank import MemoryBank
+
+    data = tmp_path / "data"
+    with MemoryBank.open(data, encoder="hashing-32") as bank:
+        bank.add_turn("Emily", "I adopted a cat.", "Lovely!")
+    monkeypatch.setattr(runtime, "load_model", lambda spec, **kw: prepare_model(EchoChatModel(), context_tokens=2048))
+    monkeypatch.setattr(sys, "stdin", io.StringIO("What is my cat called?\nstop\n"))
+    code = cli.main(["chat", "--user", "Emily", "--data-dir", str(data), "--encoder", "hashing", "--llm", "openai:x@http://h/v1",
+                     "--no-summaries"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "'hashing-32'" in err and "--encoder hashing-32" in err
+    with MemoryBank.open(data, encoder="hashing-32") as bank:
+        assert [m.query for m in bank.history("Emily")] == ["I adopted a cat."]
+
+
 def test_eval_answers_is_an_app_command(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     args = cli.build_parser().parse_args(
         ["eval", "answers", "--memory-file", "m.json", "--questions", "q.jsonl", "--labels", "l.jsonl",

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from memory_bank import MemoryKind, UserNotFoundError
+from memory_bank.errors import EncoderMismatchError
 from memory_bank.original_format import export_data, import_data, load_memory_file
 from tests.conftest import paper_file
 from tests.core.conftest import CountingEncoder
@@ -87,8 +88,9 @@ def test_reembed_with_another_encoder(make_bank) -> None:  # type: ignore[no-unt
 
     make_bank().add_turn("Ann", "I love jazz.", "Me too.")
     other = make_bank(encoder=HashingEncoder(32))
-    assert other.search("Ann", "jazz", k=1) == []  # no vectors from this encoder yet
-    assert other.reembed() == 1
+    with pytest.raises(EncoderMismatchError, match="hashing-64"):  # not a silent []
+        other.search("Ann", "jazz", k=1)
+    assert other.reembed() == 1  # switches the store to this encoder
     assert other.search("Ann", "jazz", k=1)
     assert other.reembed() == 0
 
@@ -202,3 +204,26 @@ def test_single_memory_operations_never_read_the_whole_history(make_bank) -> Non
     assert mems["Ann_2023-01-03_4"].strength == 2 and mems["Ann_2023-01-03_4"].last_recall_date == "2023-03-01"
     assert not mems["Ann_2023-01-03_5"].archived and "Ann_2023-01-03_6" not in mems  # purged
     assert "Ann_2023-01-04_3" not in mems and "Ann_2023-02-09_0" not in mems
+
+
+def test_the_store_remembers_its_encoder(make_bank) -> None:  # type: ignore[no-untyped-def]
+    """Issue 15, item 6, on every backend: the first vectors record the store's encoder; another
+    encoder asked for by name is refused with the store's name and the fix; none asked for (only
+    a language) uses the store's encoder; nothing is written by a refused add."""
+    from memory_bank.embeddings import HashingEncoder
+    from memory_bank.encoder_identity import NAME_KEY
+
+    bank = make_bank()
+    bank.add_turn("Ann", "I love jazz.", "Me too.")
+    assert bank.storage.meta()[NAME_KEY] == "hashing-64"
+    other = make_bank(encoder=HashingEncoder(32))
+    with pytest.raises(EncoderMismatchError, match=r"'hashing-64' \(64-d\).*--encoder hashing-64"):
+        other.search("Ann", "jazz", k=1)
+    with pytest.raises(EncoderMismatchError):
+        other.add_turn("Bob", "hello")
+    assert not bank.has_user("Bob")
+    from memory_bank import MemoryBank
+    from memory_bank.config import load_config
+
+    plain = MemoryBank(load_config(None, store=bank.config.store, language="zh"), storage=bank.storage)
+    assert plain.encoder.name == "hashing-64" and plain.search("Ann", "jazz", k=1)

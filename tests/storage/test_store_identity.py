@@ -215,7 +215,7 @@ def test_a_full_disk_during_add_is_one_line_and_loses_nothing(tmp_path, capsys, 
         return conn
 
     monkeypatch.setattr(sqlite3, "connect", small_disk)
-    code = main(["add", "--store", str(store), "--encoder", "hashing-64", "--user", "Ann",
+    code = main(["add", "--store", str(store), "--encoder", "hashing-16", "--user", "Ann",
                  "--query", "x" * 200_000])
     err = capsys.readouterr().err
     assert code == 2 and "is full; nothing of this change was written" in err and len(err.strip().splitlines()) == 1
