@@ -37,6 +37,7 @@ from memory_bank.explain import STRONG_RETENTION, Explanation, Status
 from memory_bank.index import PartitionCache
 from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind, SearchResult, index_text, turn_text
 from memory_bank.retrieval import rank
+from memory_bank.retrieval.dialogue import query_vector
 from memory_bank.stores import ForgetColumns, Storage, UserRecord, VectorBatch
 from memory_bank.text import MAX_TEXT as MAX_TEXT  # re-exported: the limit of one message
 from memory_bank.text import check_text as _check_text
@@ -573,7 +574,7 @@ class MemoryBank:
             allowed = frozenset(k_.value for k_ in kinds)
         elif not self.config.retrieval.include_summaries:
             allowed = frozenset({MemoryKind.TURN.value})
-        qvec = self._embed([query])[0]
+        qvec = query_vector(query, self._embed, self.config.retrieval.latest_turn_weight)
         with part.lock:
             ranked = rank(part, query, qvec, k, self.config.retrieval, now=today, allowed_kinds=allowed)
             rowids = part.rowids[ranked.positions].tolist()

@@ -167,6 +167,27 @@ class RetrievalConfig(_Strict):
         ge=0,
         description='penalty for a turn whose question got only a question back ("could you remind me?")',
     )
+    dialogue_lexical_scale: float = Field(
+        0.5,
+        ge=0,
+        description="the lexical term's scale for a dialogue query (its many turns' words make "
+        "BM25 noisier than a question's); 1 treats it like any query",
+    )
+    fusion: Literal["weighted_sum", "rrf"] = Field(
+        "weighted_sum",
+        description="how the dense and lexical scores combine: a weighted sum of the scores, "
+        "or reciprocal-rank fusion of their ranks (memory_bank.retrieval.pipeline.ReciprocalRank)",
+    )
+    rrf_k: int = Field(
+        60, ge=1, description="the k of reciprocal-rank fusion (rank r scores (k + 1) / (k + r))"
+    )
+    latest_turn_weight: float = Field(
+        0.35,
+        ge=0,
+        le=1,
+        description="share of the latest user turn in the query vector of a dialogue query "
+        "(memory_bank.retrieval.dialogue); 0 embeds the query as one string",
+    )
     candidates: int = Field(
         64, ge=1, description="candidates taken from each of the dense and lexical rankings"
     )

@@ -73,7 +73,7 @@ def labelled(name: str, lang: str, memory: Path, qfile: Path, lfile: Path, cfg: 
             mems = [m for m in mems if m.kind in RETRIEVABLE_KINDS and m.text.strip()]
             qs = [q for q in questions if q.user == user and q.evidence]
             ranked = rank_memories(mems, [q.question for q in qs], encoder(lang, cache, enc_name), 5,
-                                   cfg=cfg, v2=None, now=dt.date.fromisoformat(now))  # fmt: skip
+                                   cfg=cfg, now=dt.date.fromisoformat(now))  # fmt: skip
             for q, idx in zip(qs, ranked, strict=True):
                 got = [(mems[i].date, mems[i].turn) for i in idx]
                 for k in hits:
@@ -90,7 +90,7 @@ def ranked_haystacks(hays: list[Any], lang: str, cfg: RetrievalConfig, cache: st
     for h in hays:
         ids = [m.extra["id"] for m in h.memories]
         ranked = rank_memories(h.memories, [p.question for p in h.probes], encoder(lang, cache, enc_name), k,
-                               cfg=cfg, v2=None, now=dt.date.fromisoformat(h.now))  # fmt: skip
+                               cfg=cfg, now=dt.date.fromisoformat(h.now))  # fmt: skip
         out[h.user] = {p.qid: [ids[i] for i in r] for p, r in zip(h.probes, ranked, strict=True)}
     return out
 

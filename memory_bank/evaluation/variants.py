@@ -32,6 +32,7 @@ from memory_bank.embeddings import Encoder
 from memory_bank.index import Partition
 from memory_bank.records import Memory, index_text
 from memory_bank.retrieval import Context, Pipeline, Query
+from memory_bank.retrieval.dialogue import query_vector
 from memory_bank.stores import VectorBatch
 
 #: Retrieval weights that suit LoCoMo best (config keys of :class:`RetrievalConfig`); on the
@@ -140,7 +141,7 @@ def rank_memories(
         cfg = cfg or proposal.config()
         pipeline = proposal.pipeline(cfg)
     part = build_partition(memories, encoder, own_text=proposal is not None and proposal.own_text)
-    qvecs = encoder.encode(list(questions)) if questions else np.zeros((0, encoder.dim), np.float32)
+    qvecs = [query_vector(q, encoder.encode, cfg.latest_turn_weight) for q in questions]
     out = []
     for question, qv in zip(questions, qvecs, strict=True):
         ranked = pipeline.rank(part, Query.parse(part, question, qv, now=now), k)

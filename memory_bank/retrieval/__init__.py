@@ -17,11 +17,13 @@ set together (README, Evaluation).
 A search runs in five steps, one module each:
 
 1. :mod:`~memory_bank.retrieval.query`: the query is parsed once (tokens, named days and
-   months, its vector, "now", the kinds it may return);
+   months, its vector, "now", the kinds it may return); a query that is a dialogue is embedded
+   as its context mixed with its latest user turn (:mod:`~memory_bank.retrieval.dialogue`);
 2. :mod:`~memory_bank.retrieval.candidates`: the dense top N, the lexical top N, the memories
    on named days, and the turns next to any of those;
 3. :mod:`~memory_bank.retrieval.terms`: each term scores the candidates (and their neighbours);
-4. a fusion (:func:`weighted_sum` by default, any callable) makes one base score of the terms';
+4. a fusion (:func:`weighted_sum` by default, :class:`ReciprocalRank` with ``fusion: rrf``,
+   any callable) makes one base score of the terms';
 5. :mod:`~memory_bank.retrieval.stages`: day evidence, then the neighbour lift; then the top k.
 
 **Adding a scoring term.** Write a small class with a ``name``, a ``weight`` and
@@ -40,7 +42,7 @@ scores is a stage (``apply(ctx, cands, scores)``) rather than a term; see
 """
 
 from memory_bank.retrieval.candidates import Candidates, CandidateStep
-from memory_bank.retrieval.pipeline import Fusion, Pipeline, Ranked, rank, weighted_sum
+from memory_bank.retrieval.pipeline import Fusion, Pipeline, Ranked, ReciprocalRank, rank, weighted_sum
 from memory_bank.retrieval.query import Context, Query
 from memory_bank.retrieval.stages import DayEvidence, NeighbourLift, Stage
 from memory_bank.retrieval.terms import (
@@ -70,6 +72,7 @@ __all__ = [
     "Pipeline",
     "Query",
     "Ranked",
+    "ReciprocalRank",
     "Stage",
     "Term",
     "Unanswered",

@@ -38,6 +38,40 @@ def weighted_sum(ctx: Context, terms: Sequence[Term], positions: np.ndarray) -> 
 
 
 @dataclasses.dataclass(frozen=True)
+class ReciprocalRank:
+    """Reciprocal-rank fusion (Cormack et al., 2009) of the ranking terms, a weighted sum of the rest.
+
+    A term named in ``rankers`` (the dense and lexical similarities) contributes
+    ``weight * (k + 1) / (k + rank)``, its rank among the scored memories (1 = best; a memory it
+    scores 0 or less gets nothing), so the best memory of each ranker gets its full weight
+    whatever the scale of its scores. The other terms (the date hints, the penalties) are 0/1
+    flags and are added as in :func:`weighted_sum`.
+    """
+
+    k: int = 60
+    rankers: frozenset[str] = frozenset({"dense", "lexical"})
+
+    def __call__(self, ctx: Context, terms: Sequence[Term], positions: np.ndarray) -> np.ndarray:
+        base = np.zeros(len(positions), dtype=np.float32)
+        for term in terms:
+            score = term.score(ctx, positions)
+            if term.name not in self.rankers:
+                base += term.weight * score
+                continue
+            order = np.argsort(-score, kind="stable")
+            ranks = np.empty(len(score), dtype=np.float32)
+            ranks[order] = np.arange(1, len(score) + 1, dtype=np.float32)
+            fused = (self.k + 1) / (self.k + ranks)
+            base += term.weight * np.where(score > 0, fused, 0.0).astype(np.float32)
+        return base
+
+
+def fusion_for(cfg: RetrievalConfig) -> Fusion:
+    """The fusion ``cfg.fusion`` names: :func:`weighted_sum` or :class:`ReciprocalRank`."""
+    return ReciprocalRank(cfg.rrf_k) if cfg.fusion == "rrf" else weighted_sum
+
+
+@dataclasses.dataclass(frozen=True)
 class Ranked:
     """Positions of a partition, best first, and their scores (``float32``)."""
 
@@ -58,8 +92,9 @@ class Pipeline:
     fusion: Fusion = weighted_sum
 
     @classmethod
-    def from_config(cls, cfg: RetrievalConfig, *, fusion: Fusion = weighted_sum) -> Pipeline:
-        """The bank's ranking for ``cfg``: only the terms, sources and stages it weighs."""
+    def from_config(cls, cfg: RetrievalConfig, *, fusion: Fusion | None = None) -> Pipeline:
+        """The bank's ranking for ``cfg``: only the terms, sources and stages it weighs, fused
+        as ``cfg.fusion`` says unless ``fusion`` is given."""
         sources: list[Source] = [dense_top]
         if cfg.lexical_weight > 0:
             sources.append(lexical_top)
@@ -70,7 +105,7 @@ class Pipeline:
             CandidateStep(tuple(sources), cfg.candidates, neighbours),
             tuple(default_terms(cfg)),
             tuple(default_stages(cfg)),
-            fusion,
+            fusion or fusion_for(cfg),
         )
 
     def with_term(self, term: Term) -> Pipeline:

@@ -18,6 +18,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from memory_bank.index import Partition
+from memory_bank.retrieval.dialogue import Dialogue, parse_dialogue
 from memory_bank.text import dates_in, months_in, tokenize
 
 T = TypeVar("T")
@@ -67,6 +68,11 @@ class Query:
     def tokens(self) -> list[str]:
         """Index tokens (see :func:`memory_bank.text.tokenize`)."""
         return tokenize(self.text)
+
+    @once
+    def dialogue(self) -> Dialogue | None:
+        """The query's turns when it is a dialogue (see :mod:`memory_bank.retrieval.dialogue`)."""
+        return parse_dialogue(self.text)
 
     @once
     def days(self) -> frozenset[str]:

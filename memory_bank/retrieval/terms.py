@@ -6,7 +6,8 @@ adds ``weight * score`` over the terms, in their order. The default terms, built
 :class:`~memory_bank.config.RetrievalConfig` by :func:`default_terms`:
 
 * ``dense``: the cosine of the memory's stored vector and the query vector;
-* ``lexical``: the memory's BM25 score divided by the best score of the query (0..1);
+* ``lexical``: the memory's BM25 score divided by the best score of the query (0..1), scaled
+  by ``dialogue_lexical_scale`` when the query is a dialogue;
 * ``named_day``: 1 for a memory on a day the query names ("May 4th", "5月4日", "yesterday");
 * ``named_month``: 1 for a memory in a month the query names ("in July 2023"), unless the
   ``named_day`` term is on and the memory lies on a named day (a memory gets one date hint);
@@ -60,16 +61,22 @@ class Dense:
 
 @dataclasses.dataclass(frozen=True)
 class Lexical:
-    """BM25 scaled by the query's best BM25 score, so 1 is the best lexical match."""
+    """BM25 scaled by the query's best BM25 score, so 1 is the best lexical match; times
+    ``dialogue_scale`` for a dialogue query, whose many turns' words make BM25 a noisier
+    signal than a question's few (see :mod:`memory_bank.retrieval.dialogue`)."""
 
     weight: float
+    dialogue_scale: float = 1.0
     name: str = "lexical"
 
     def score(self, ctx: Context, positions: np.ndarray) -> np.ndarray:
         best = ctx.bm25_max
         if best <= 0:
             return np.zeros(len(positions), dtype=np.float32)
-        return ctx.bm25[positions] / best
+        scaled = ctx.bm25[positions] / best
+        if self.dialogue_scale != 1.0 and ctx.query.dialogue is not None:
+            scaled *= np.float32(self.dialogue_scale)
+        return scaled
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,7 +165,7 @@ def default_terms(cfg: RetrievalConfig) -> list[Term]:
     if cfg.dense_weight > 0:
         terms.append(Dense(cfg.dense_weight))
     if cfg.lexical_weight > 0:
-        terms.append(Lexical(cfg.lexical_weight))
+        terms.append(Lexical(cfg.lexical_weight, cfg.dialogue_lexical_scale))
     if cfg.date_weight > 0:
         terms.append(NamedDay(cfg.date_weight))
     if cfg.month_weight > 0:
