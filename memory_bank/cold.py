@@ -40,7 +40,7 @@ class ColdTier:
         self.consulted = 0
         self.found = 0
 
-    def _load(self, user_id: int, after_rowid: int) -> VectorBatch:
+    def _load(self, user_id: int, after_rowid: int, upto_rowid: int | None, texts: bool) -> VectorBatch:
         return self._storage.vectors(
             user_id, self._encoder_name(), RETRIEVABLE_KINDS, after_rowid, archived=True
         )
