@@ -106,6 +106,7 @@ class LexicalIndex:
         self._tail_size = 0
         self._lengths = np.zeros(0, dtype=np.float32)
         self._length_sum = 0  # of every document's token count, exact (the lengths are integers)
+        self._norms: np.ndarray | None = None
         self._n = 0
 
     def __len__(self) -> int:
@@ -238,12 +239,14 @@ class LexicalIndex:
             return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float32)
         return np.concatenate(parts_p), np.concatenate(parts_f)
 
-    def _length_norms(self, positions: np.ndarray) -> np.ndarray:
-        """``K1 * (1 - B + B * length / avgdl)`` of the documents at ``positions``: computed for
-        the postings a query reads only, so a search after an add touches no array of all
-        documents (the average length is kept as an exact running sum)."""
-        avgdl = self._length_sum / self._n if self._n else 0.0
-        return _K1 * (1 - _B + _B * self._lengths[positions] / (avgdl or 1.0))
+    def _length_norms(self) -> np.ndarray:
+        """``K1 * (1 - B + B * length / avgdl)`` of every document, cached until the next add
+        (one vector operation per add; the average length is kept as an exact running sum, so
+        no pass over the lengths is needed to find it)."""
+        if self._norms is None or len(self._norms) != self._n:
+            avgdl = self._length_sum / self._n if self._n else 0.0
+            self._norms = _K1 * (1 - _B + _B * self.lengths / (avgdl or 1.0))
+        return self._norms
 
     def score_array(self, query_tokens: Sequence[str]) -> np.ndarray:
         """The BM25 score of every position (0 where no query token occurs).
@@ -255,6 +258,7 @@ class LexicalIndex:
         acc = np.zeros(n, dtype=np.float32)
         if n == 0:
             return acc
+        norms = self._length_norms()
         for tok, qtf in collections.Counter(query_tokens).items():
             pos, tf = self.postings(tok)
             if not len(pos):
@@ -262,7 +266,7 @@ class LexicalIndex:
             idf = math.log(1.0 + (n - len(pos) + 0.5) / (len(pos) + 0.5))
             part = tf * (qtf * idf)
             part *= _K1 + 1
-            denom = self._length_norms(pos)
+            denom = norms[pos]
             denom += tf
             part /= denom
             acc[pos] += part
