@@ -34,14 +34,15 @@ from memory_bank.errors import (
     UserNotFoundError,
 )
 from memory_bank.explain import STRONG_RETENTION, Explanation, Status
-from memory_bank.index import PartitionCache
+from memory_bank.index import PartitionCache, SnapshotStore
+from memory_bank.lexical_snapshot import LexicalSnapshot
 from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind, SearchResult, index_text, turn_text
 from memory_bank.retrieval import rank
 from memory_bank.retrieval.dialogue import query_vector
 from memory_bank.stores import ForgetColumns, Storage, UserRecord, VectorBatch
 from memory_bank.text import MAX_TEXT as MAX_TEXT  # re-exported: the limit of one message
+from memory_bank.text import TOKENIZER_VERSION, parse_day, parse_time, validate_user
 from memory_bank.text import check_text as _check_text
-from memory_bank.text import parse_day, parse_time, validate_user
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +128,7 @@ class MemoryBank:
             state=self._user_state,
             dim=lambda: self.encoder.dim,
             max_users=self.config.max_cached_users,
+            snapshots=SnapshotStore(self._load_snapshot, self._save_snapshot),
         )
         self._forget_lock = threading.Lock()
         #: Forgotten memories, consulted when the live ones match poorly (``forgetting.cold_tier``).
@@ -300,8 +302,31 @@ class MemoryBank:
     def _user_state(self, user_id: int) -> tuple[int, int]:
         return self.storage.user_state(user_id)
 
-    def _load_vectors(self, user_id: int, after_rowid: int) -> VectorBatch:
-        return self.storage.vectors(user_id, self.encoder_name, RETRIEVABLE_KINDS, after_rowid)
+    def _load_vectors(
+        self, user_id: int, after_rowid: int, upto_rowid: int | None, texts: bool
+    ) -> VectorBatch:
+        return self.storage.vectors(
+            user_id, self.encoder_name, RETRIEVABLE_KINDS, after_rowid, upto_rowid=upto_rowid, texts=texts
+        )
+
+    def _load_snapshot(self, user_id: int) -> LexicalSnapshot | None:
+        data = self.storage.lexical_snapshot(user_id, self.encoder_name, TOKENIZER_VERSION)
+        if data is None:
+            return None
+        try:
+            return LexicalSnapshot.from_bytes(data)
+        except ValueError as e:  # a damaged cache is rebuilt, never trusted
+            logger.warning("ignoring the stored lexical index of user id %d: %s", user_id, e)
+            return None
+
+    def _save_snapshot(self, user_id: int, epoch: int, snap: LexicalSnapshot) -> None:
+        """Persist a partition's lexical index (best effort: a read-only store just rebuilds)."""
+        try:
+            self.storage.put_lexical_snapshot(
+                user_id, self.encoder_name, TOKENIZER_VERSION, epoch, snap.to_bytes()
+            )
+        except MemoryBankError as e:
+            logger.info("could not store the lexical index of user id %d: %s", user_id, e)
 
     # -- writing ------------------------------------------------------------------------------
     def add_turn(

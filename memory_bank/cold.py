@@ -80,14 +80,26 @@ class ColdTier:
         self.consulted = 0
         self.found = 0
 
-    def _load(self, user_id: int, after_rowid: int) -> VectorBatch:
+    # Loaders of the two caches; neither has a lexical snapshot, so they always read texts.
+    def _load(
+        self, user_id: int, after_rowid: int, upto_rowid: int | None = None, texts: bool = True
+    ) -> VectorBatch:
         return self._storage.vectors(
-            user_id, self._encoder_name(), RETRIEVABLE_KINDS, after_rowid, archived=True
+            user_id,
+            self._encoder_name(),
+            RETRIEVABLE_KINDS,
+            after_rowid,
+            archived=True,
+            upto_rowid=upto_rowid,
         )
 
-    def _load_all(self, user_id: int, after_rowid: int) -> VectorBatch:
-        live = self._storage.vectors(user_id, self._encoder_name(), RETRIEVABLE_KINDS, after_rowid)
-        return merge_batches(live, self._load(user_id, after_rowid))
+    def _load_all(
+        self, user_id: int, after_rowid: int, upto_rowid: int | None = None, texts: bool = True
+    ) -> VectorBatch:
+        live = self._storage.vectors(
+            user_id, self._encoder_name(), RETRIEVABLE_KINDS, after_rowid, upto_rowid=upto_rowid
+        )
+        return merge_batches(live, self._load(user_id, after_rowid, upto_rowid))
 
     def search_joint(
         self,

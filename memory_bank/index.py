@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import math
 import sys
 import threading
@@ -31,6 +32,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 import faiss
 import numpy as np
 
+from memory_bank.lexical_snapshot import LexicalSnapshot
 from memory_bank.stores import VectorBatch
 from memory_bank.text import is_question, tokenize
 
@@ -104,6 +106,7 @@ class LexicalIndex:
         self._tail_size = 0
         self._lengths = np.zeros(0, dtype=np.float32)
         self._length_sum = 0  # of every document's token count, exact (the lengths are integers)
+        self._norms: np.ndarray | None = None
         self._n = 0
 
     def __len__(self) -> int:
@@ -162,6 +165,28 @@ class LexicalIndex:
         if self._tail_size > max(4096, len(self._pos) // 8):
             self._merge([], [], [])
 
+    def load(self, snap: LexicalSnapshot) -> None:
+        """Become the index ``snap`` describes (an empty index only: a partition's first batch)."""
+        assert self._n == 0, "a snapshot loads into an empty index"
+        self._vocab = {sys.intern(tok): i for i, tok in enumerate(snap.vocab)}
+        self._starts = np.asarray(snap.starts, dtype=np.int64)
+        self._pos = np.asarray(snap.pos, dtype=np.intp)
+        self._tf = np.asarray(snap.tf, dtype=np.float32)
+        self._lengths = np.asarray(snap.lengths, dtype=np.float32)
+        self._length_sum = int(np.asarray(snap.lengths, dtype=np.int64).sum())
+        self._n = len(snap.lengths)
+
+    def arrays(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Vocabulary, CSR postings (starts, positions, frequencies) and lengths, the tail
+        merged in first: what a :class:`LexicalSnapshot` holds of this index."""
+        if self._tail:
+            self._merge([], [], [])
+        vocab = list(self._vocab)  # in id order: ids are given in insertion order
+        starts = self._starts
+        if len(starts) < len(vocab) + 1:  # tokens seen only in queries' user words so far
+            starts = np.concatenate([starts, np.full(len(vocab) + 1 - len(starts), starts[-1])])
+        return vocab, starts, self._pos, self._tf, self.lengths
+
     def _merge(self, tids: list[int], pos: list[int], tfs: list[int]) -> None:
         """Fold the tail and the postings ``(tids, pos, tfs)`` of newer documents into the
         sparse arrays. Positions stay ascending within a token: the sort is stable and the
@@ -214,12 +239,14 @@ class LexicalIndex:
             return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float32)
         return np.concatenate(parts_p), np.concatenate(parts_f)
 
-    def _length_norms(self, positions: np.ndarray) -> np.ndarray:
-        """``K1 * (1 - B + B * length / avgdl)`` of the documents at ``positions``: computed for
-        the postings a query reads only, so a search after an add touches no array of all
-        documents (the average length is kept as an exact running sum)."""
-        avgdl = self._length_sum / self._n if self._n else 0.0
-        return _K1 * (1 - _B + _B * self._lengths[positions] / (avgdl or 1.0))
+    def _length_norms(self) -> np.ndarray:
+        """``K1 * (1 - B + B * length / avgdl)`` of every document, cached until the next add
+        (one vector operation per add; the average length is kept as an exact running sum, so
+        no pass over the lengths is needed to find it)."""
+        if self._norms is None or len(self._norms) != self._n:
+            avgdl = self._length_sum / self._n if self._n else 0.0
+            self._norms = _K1 * (1 - _B + _B * self.lengths / (avgdl or 1.0))
+        return self._norms
 
     def score_array(self, query_tokens: Sequence[str]) -> np.ndarray:
         """The BM25 score of every position (0 where no query token occurs).
@@ -231,6 +258,7 @@ class LexicalIndex:
         acc = np.zeros(n, dtype=np.float32)
         if n == 0:
             return acc
+        norms = self._length_norms()
         for tok, qtf in collections.Counter(query_tokens).items():
             pos, tf = self.postings(tok)
             if not len(pos):
@@ -238,7 +266,7 @@ class LexicalIndex:
             idf = math.log(1.0 + (n - len(pos) + 0.5) / (len(pos) + 0.5))
             part = tf * (qtf * idf)
             part *= _K1 + 1
-            denom = self._length_norms(pos)
+            denom = norms[pos]
             denom += tf
             part /= denom
             acc[pos] += part
@@ -306,9 +334,14 @@ class Partition:
             elif self._codes is None:
                 self._build_codes()
 
-    def add(self, batch: VectorBatch) -> None:
+    def add(self, batch: VectorBatch, snapshot: LexicalSnapshot | None = None) -> None:
+        """Append ``batch`` (rowids above every rowid held). With ``snapshot`` (the lexical
+        side of exactly these memories, see :mod:`memory_bank.lexical_snapshot`) nothing is
+        tokenised and ``batch`` needs no texts; only the first batch of a partition can."""
         if not len(batch.rowids):
             return
+        if snapshot is not None and (len(self) or not np.array_equal(snapshot.rowids, batch.rowids)):
+            raise ValueError("a lexical snapshot must describe exactly a new partition's first batch")
         if batch.vectors.shape[1] != self.dim:
             raise ValueError(
                 f"vector dimension {batch.vectors.shape[1]} does not match the index ({self.dim})"
@@ -322,12 +355,30 @@ class Partition:
         self.kinds += batch.kinds
         self.dates += batch.dates
         self.turns += batch.turns
-        self.lexical.add(batch.texts)
-        self._add_user_tokens(batch)
-        by_day, by_day_turn = self._by_day, self._by_day_turn
+        if snapshot is None:
+            self.lexical.add(batch.texts)
+            self._add_user_tokens(batch)
+        else:
+            self.lexical.load(snapshot)
+            self._user_starts = np.asarray(snapshot.user_starts, dtype=np.int64)
+            self._user_ids = np.asarray(snapshot.user_ids, dtype=np.int32)
+            self._unanswered = np.asarray(snapshot.unanswered, dtype=bool)
         self._nbrs = _grow(self._nbrs, start + len(batch.rowids))
-        nbrs = self._nbrs
         self._day_ids = _grow(self._day_ids, start + len(batch.rowids))
+        if start == 0:
+            self._index_days_bulk(batch)
+        else:
+            self._index_days(batch, start)
+        self.max_rowid = max(self.max_rowid, int(batch.rowids.max()))
+        if self._codes is not None:
+            self._codes.add(self._encode_codes(vectors))
+        elif len(self) > self.exact_limit:
+            self._build_codes()
+
+    def _index_days(self, batch: VectorBatch, start: int) -> None:
+        """Days, turn numbers and neighbours of the memories appended at ``start``, one by one."""
+        by_day, by_day_turn = self._by_day, self._by_day_turn
+        nbrs = self._nbrs
         day_ids, day_number = self._day_ids, self._day_number
         for i, (kind, day, turn) in enumerate(zip(batch.kinds, batch.dates, batch.turns, strict=True)):
             pos = start + i
@@ -349,11 +400,37 @@ class Partition:
                 for q in self._holders.get((day, t - 1), ()):
                     nbrs[q, 1] = pos
                 self._holders.setdefault((day, t), []).append(pos)
-        self.max_rowid = max(self.max_rowid, int(batch.rowids.max()))
-        if self._codes is not None:
-            self._codes.add(self._encode_codes(vectors))
-        elif len(self) > self.exact_limit:
-            self._build_codes()
+
+    def _index_days_bulk(self, batch: VectorBatch) -> None:
+        """:meth:`_index_days` for a partition's first batch, the same result in bulk: a
+        position's neighbour is the last position holding the turn before (after) it on its
+        day, whichever came first, which is what the one-by-one updates leave behind."""
+        dates = batch.dates
+        self._day_number = day_number = {d: i for i, d in enumerate(dict.fromkeys(dates))}
+        n = len(dates)
+        ids = np.fromiter(map(day_number.__getitem__, dates), dtype=np.int32, count=n)
+        self._day_ids[:n] = ids
+        order = np.argsort(ids, kind="stable")
+        bounds = np.flatnonzero(np.diff(ids[order])) + 1
+        self._by_day = {
+            day: group.tolist() for day, group in zip(day_number, np.split(order, bounds), strict=True)
+        }
+        self._years = {int(d[:4]) for d in day_number}
+        keyed = [
+            (pos, (day, int(turn)))
+            for pos, (kind, day, turn) in enumerate(zip(batch.kinds, dates, batch.turns, strict=True))
+            if kind == "turn" and turn is not None
+        ]
+        self._by_day_turn = last = {key: pos for pos, key in keyed}
+        holders: dict[tuple[str, int], list[int]] = {}
+        for pos, key in keyed:
+            holders.setdefault(key, []).append(pos)
+        self._holders = holders
+        self._nbrs[:n] = -1
+        if keyed:
+            at = [pos for pos, _ in keyed]
+            self._nbrs[at, 0] = [last.get((day, t - 1), -1) for _, (day, t) in keyed]
+            self._nbrs[at, 1] = [last.get((day, t + 1), -1) for _, (day, t) in keyed]
 
     def _add_user_tokens(self, batch: VectorBatch) -> None:
         queries = batch.queries or [None] * len(batch.rowids)
@@ -378,6 +455,22 @@ class Partition:
         self._user_ids = _grow(self._user_ids, total)
         if total > used:
             self._user_ids[used:total] = np.concatenate(rows)
+
+    def lexical_snapshot(self) -> LexicalSnapshot:
+        """The lexical side of this partition, to persist (see :mod:`memory_bank.lexical_snapshot`)."""
+        vocab, starts, pos, tf, lengths = self.lexical.arrays()
+        n = len(self)
+        return LexicalSnapshot(
+            rowids=self.rowids.copy(),
+            vocab=vocab,
+            starts=starts,
+            pos=pos,
+            tf=tf,
+            lengths=lengths,
+            user_starts=self._user_starts[: n + 1],
+            user_ids=self._user_ids[: int(self._user_starts[n])],
+            unanswered=self._unanswered[:n],
+        )
 
     def echo(self, positions: np.ndarray, query_tokens: Sequence[str]) -> np.ndarray:
         """How far each memory's question repeats the query: ``|U & Q| / max(|U|, |Q|)`` over the
@@ -484,24 +577,44 @@ class Partition:
         return pairs[:, 0], pairs[:, 1]
 
 
+@dataclasses.dataclass(frozen=True)
+class SnapshotStore:
+    """Where a :class:`PartitionCache` keeps lexical snapshots: ``load(user_id)`` returns the
+    stored one (``None`` if missing or made by another tokenizer or encoder) and
+    ``save(user_id, epoch, snapshot)`` stores one unless the user's epoch has moved on."""
+
+    load: Callable[[int], LexicalSnapshot | None]
+    save: Callable[[int, int, LexicalSnapshot], None]
+
+
+#: A partition load that tokenised at least this many memories (and a tenth of the partition)
+#: persists a new lexical snapshot.
+SNAPSHOT_MIN = 1000
+
+
 class PartitionCache:
     """Bounded LRU of partitions, kept in step with the store.
 
-    ``loader(user_id, after_rowid)`` returns the stored vectors appended since ``after_rowid``;
-    ``state(user_id)`` returns the user's current ``(version, epoch)``.
+    ``loader(user_id, after_rowid, upto_rowid, texts)`` returns the stored vectors of rowids in
+    ``(after_rowid, upto_rowid]`` (no upper bound when ``None``; without texts when ``texts``
+    is false); ``state(user_id)`` returns the user's current ``(version, epoch)``; with
+    ``snapshots``, a partition built from scratch reads its lexical index from there and
+    tokenises only the memories added since (see :mod:`memory_bank.lexical_snapshot`).
     """
 
     def __init__(
         self,
-        loader: Callable[[int, int], VectorBatch],
+        loader: Callable[[int, int, int | None, bool], VectorBatch],
         state: Callable[[int], tuple[int, int]],
         dim: Callable[[], int],
         max_users: int = 256,
+        snapshots: SnapshotStore | None = None,
     ) -> None:
         self._loader = loader
         self._state = state
         self._dim = dim
         self.max_users = max_users
+        self.snapshots = snapshots
         self._parts: collections.OrderedDict[int, Partition] = collections.OrderedDict()
         self._lock = threading.Lock()
 
@@ -519,9 +632,26 @@ class PartitionCache:
                     self._parts.popitem(last=False)
         with part.lock:
             if part.version != version:
-                part.add(self._loader(user_id, part.max_rowid))
+                if len(part) == 0 and self.snapshots is not None:
+                    self._build(user_id, part, self.snapshots)
+                else:
+                    part.add(self._loader(user_id, part.max_rowid, None, True))
                 part.version = version
         return part
+
+    def _build(self, user_id: int, part: Partition, snapshots: SnapshotStore) -> None:
+        """Fill an empty partition: the memories a stored snapshot covers without their texts,
+        the rest tokenised; a new snapshot is stored when much was tokenised."""
+        snap = snapshots.load(user_id)
+        if snap is not None and len(snap):
+            head = self._loader(user_id, 0, snap.max_rowid, False)
+            fitted = snap.restricted(head.rowids)
+            if fitted is not None and len(head.rowids):
+                part.add(head, snapshot=fitted)
+        rest = self._loader(user_id, part.max_rowid, None, True)
+        part.add(rest)
+        if len(rest.rowids) >= max(SNAPSHOT_MIN, len(part) // 10):
+            snapshots.save(user_id, part.epoch, part.lexical_snapshot())
 
     def drop(self, user_id: int) -> None:
         with self._lock:

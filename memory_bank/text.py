@@ -252,6 +252,13 @@ ZH_STOP_WORDS = frozenset(
 _ZH_STOP_RE = re.compile("|".join(sorted(ZH_STOP_WORDS, key=len, reverse=True)))
 
 
+#: The version of what :func:`tokenize` and :func:`is_question` make of a text. Stores persist
+#: each partition's lexical index (:mod:`memory_bank.lexical_snapshot`) under this version and
+#: rebuild it when it differs: change it with any change to tokens, stop words, stemming or
+#: question detection, or searches after a restart would read the old tokens.
+TOKENIZER_VERSION = "1"
+
+
 def _stem(word: str) -> str:
     """A tiny suffix stripper: enough to match plurals and -ing/-ed forms in chat text."""
     for suffix, min_len in (("ing", 5), ("ies", 5), ("ed", 4), ("es", 5), ("s", 4)):

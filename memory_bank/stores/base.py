@@ -28,7 +28,7 @@ from memory_bank.errors import StoreError
 from memory_bank.records import Memory, MemoryKind
 
 #: The version of the stored schema; every backend migrates older stores up to it.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 @dataclasses.dataclass
@@ -230,13 +230,32 @@ class Storage(abc.ABC):
         after_rowid: int = 0,
         *,
         archived: bool = False,
+        upto_rowid: int | None = None,
+        texts: bool = True,
     ) -> VectorBatch:
         """The ``encoder``'s vectors of the user's unarchived memories of ``kinds`` after
-        ``after_rowid``, in rowid order (``archived=True``: of the forgotten ones, the cold tier)."""
+        ``after_rowid`` (and up to ``upto_rowid``), in rowid order (``archived=True``: of the
+        forgotten ones, the cold tier). With ``texts=False`` the batch carries no texts, queries
+        or replies (a partition whose lexical index comes from a snapshot does not read them)."""
 
     @abc.abstractmethod
     def missing_vectors(self, encoder: str, kinds: Iterable[MemoryKind]) -> list[tuple[int, str]]:
         """``(rowid, index text)`` of every memory of ``kinds`` with no vector from ``encoder``."""
+
+    # the persisted lexical index (memory_bank.lexical_snapshot); a backend without one rebuilds
+    def lexical_snapshot(self, user_id: int, encoder: str, tokenizer: str) -> bytes | None:
+        """The user's stored lexical snapshot made for ``encoder``'s partition by ``tokenizer``
+        (a :data:`memory_bank.text.TOKENIZER_VERSION`), or ``None``."""
+        return None
+
+    def put_lexical_snapshot(
+        self, user_id: int, encoder: str, tokenizer: str, epoch: int, data: bytes
+    ) -> bool:
+        """Store the user's lexical snapshot, replacing theirs, unless the user's ``epoch`` is
+        no longer ``epoch`` (a memory changed meanwhile: the snapshot may be stale). Returns
+        whether it was stored. A backend deletes the snapshot in every transaction that
+        rewrites or deletes a memory."""
+        return False
 
     def embeddings(self, user_id: int) -> dict[int, tuple[str, np.ndarray]]:
         """Every stored vector of the user's memories, archived ones included: ``rowid ->

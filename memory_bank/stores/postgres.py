@@ -49,7 +49,7 @@ from memory_bank.errors import StoreError
 from memory_bank.records import Memory
 from memory_bank.stores._pg_pool import PostgresDatabase, describe_url, split_schema
 from memory_bank.stores.base import Backend
-from memory_bank.stores.sql import FIELDS, INSERT, Cursor, SQLStorage, memory_row, statements
+from memory_bank.stores.sql import FIELDS, INSERT, LEXICAL_TABLE, Cursor, SQLStorage, memory_row, statements
 
 if TYPE_CHECKING:
     import psycopg
@@ -62,6 +62,7 @@ T = TypeVar("T")
 _MIGRATIONS: dict[int, str] = {
     1: "",  # 1 -> 2 added SQLite's forgetting key (an index the PostgreSQL store does not use)
     2: "ALTER TABLE memories ADD COLUMN IF NOT EXISTS weight DOUBLE PRECISION NOT NULL DEFAULT 1",
+    3: LEXICAL_TABLE.format(bigint="BIGINT", blob="BYTEA"),  # 3 -> 4: the persisted lexical index
 }
 
 _SCHEMA_LOCK = 0x4D42_5343  # pg_advisory_xact_lock key: "MBSC"

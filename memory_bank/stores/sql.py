@@ -63,6 +63,7 @@ CREATE TABLE IF NOT EXISTS memories (
 );
 CREATE INDEX IF NOT EXISTS memories_by_user ON memories (user_id, kind, date, turn);
 CREATE INDEX IF NOT EXISTS {rowid_index} ON memories (user_id, id);{more_indexes}
+{lexical_table}
 CREATE TABLE IF NOT EXISTS embeddings (
     memory_rowid {bigint} PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
     encoder TEXT NOT NULL,
@@ -70,6 +71,14 @@ CREATE TABLE IF NOT EXISTS embeddings (
     vector {blob} NOT NULL
 );
 """
+
+#: Version 4: each user's persisted lexical index (memory_bank.lexical_snapshot), a cache.
+LEXICAL_TABLE = """CREATE TABLE IF NOT EXISTS lexical_snapshots (
+    user_id {bigint} PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
+    encoder TEXT NOT NULL,
+    tokenizer TEXT NOT NULL,
+    data {blob} NOT NULL
+);"""
 
 #: A memory row's columns after ``id``, in the order of :func:`memory_row`.
 FIELDS = (
@@ -197,7 +206,7 @@ class SQLStorage(Storage):
     @classmethod
     def schema_sql(cls) -> str:
         """The current schema in this dialect."""
-        return SCHEMA.format(**cls.TYPES)
+        return SCHEMA.format(**cls.TYPES, lexical_table=LEXICAL_TABLE.format(**cls.TYPES))
 
     @abc.abstractmethod
     def _rows(self, sql: str, args: Sequence[Any] = (), *, binary: bool = False) -> list[tuple[Any, ...]]:
@@ -368,11 +377,16 @@ class SQLStorage(Storage):
         raise UserNotFoundError(f"user id {user_id} no longer exists (deleted?)")
 
     @staticmethod
-    def _bump(c: Cursor, user_id: int, *, epoch: bool) -> None:
+    def _bump(c: Cursor, user_id: int, *, epoch: bool, texts_kept: bool = False) -> None:
+        """Count a change of the user's memories; ``epoch``: not a pure append. Unless the
+        change kept every memory's text (``texts_kept``: archiving, re-embedding), the user's
+        lexical snapshot goes in the same transaction: it may hold deleted words."""
         c.execute(
             f"UPDATE users SET version = version + 1{', epoch = epoch + 1' if epoch else ''} WHERE id = ?",
             (user_id,),
         )
+        if epoch and not texts_kept:
+            c.execute("DELETE FROM lexical_snapshots WHERE user_id = ?", (user_id,))
 
     # -- writing memories ----------------------------------------------------------------------
     def add_turn(self, user_id: int, memory: Memory, vector: np.ndarray | None, encoder: str) -> Memory:
@@ -507,7 +521,7 @@ class SQLStorage(Storage):
                 self._lock_user(c, u, missing_ok=True)
             self._put_vectors(c, rowids, vectors, encoder)
             for u in users:
-                self._bump(c, u, epoch=True)
+                self._bump(c, u, epoch=True, texts_kept=True)
 
         self._write(run)
 
@@ -537,7 +551,7 @@ class SQLStorage(Storage):
         def run(c: Cursor) -> None:
             self._lock_user(c, user_id)
             c.execute(f"UPDATE memories SET archived = ? WHERE {cond}", (bool(archived), user_id, *args))
-            self._bump(c, user_id, epoch=True)
+            self._bump(c, user_id, epoch=True, texts_kept=True)
 
         self._write(run)
 
@@ -695,16 +709,25 @@ class SQLStorage(Storage):
         after_rowid: int = 0,
         *,
         archived: bool = False,
+        upto_rowid: int | None = None,
+        texts: bool = True,
     ) -> VectorBatch:
         cond, args = self._in_list("m.kind", [k.value for k in kinds])
+        upto = "" if upto_rowid is None else " AND m.id <= ?"
+        bound = () if upto_rowid is None else (int(upto_rowid),)
+        words = (
+            "m.text, m.kind, m.date, m.turn, m.context, m.query, m.response"
+            if texts
+            else ("NULL, m.kind, m.date, m.turn, NULL, NULL, NULL")
+        )
         rows = self._rows(
             # In rowid order through the (user_id, id) index: a catch-up after one new turn reads
             # one row, not all of the user's.
-            "SELECT m.id, e.vector, m.text, m.kind, m.date, m.turn, m.context, m.query, m.response "
+            f"SELECT m.id, e.vector, {words} "
             f"FROM memories m{self.ROWID_ORDER_HINT} "
             "JOIN embeddings e ON e.memory_rowid = m.id "
-            f"WHERE m.user_id = ? AND m.archived = ? AND m.id > ? AND e.encoder = ? AND {cond} ORDER BY m.id",
-            (user_id, bool(archived), int(after_rowid), encoder, *args),
+            f"WHERE m.user_id = ? AND m.archived = ? AND m.id > ?{upto} AND e.encoder = ? AND {cond} ORDER BY m.id",
+            (user_id, bool(archived), int(after_rowid), *bound, encoder, *args),
             binary=True,
         )
         if not rows:
@@ -715,13 +738,38 @@ class SQLStorage(Storage):
         return VectorBatch(
             np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
             vecs,
-            [index_text(r[2], r[6]) for r in rows],
+            [index_text(r[2], r[6]) for r in rows] if texts else [],
             [r[3] for r in rows],
             [r[4] for r in rows],
             [r[5] for r in rows],
-            [r[7] for r in rows],
-            [r[8] for r in rows],
+            [r[7] for r in rows] if texts else None,
+            [r[8] for r in rows] if texts else None,
         )
+
+    def lexical_snapshot(self, user_id: int, encoder: str, tokenizer: str) -> bytes | None:
+        rows = self._rows(
+            "SELECT data FROM lexical_snapshots WHERE user_id = ? AND encoder = ? AND tokenizer = ?",
+            (user_id, encoder, tokenizer),
+            binary=True,
+        )
+        return bytes(rows[0][0]) if rows else None
+
+    def put_lexical_snapshot(
+        self, user_id: int, encoder: str, tokenizer: str, epoch: int, data: bytes
+    ) -> bool:
+        def run(c: Cursor) -> bool:
+            row = c.execute("SELECT epoch FROM users WHERE id = ?", (user_id,)).fetchone()
+            if row is None or int(row[0]) != epoch:
+                return False
+            c.execute(
+                "INSERT INTO lexical_snapshots(user_id, encoder, tokenizer, data) VALUES (?,?,?,?) "
+                "ON CONFLICT (user_id) DO UPDATE SET encoder = excluded.encoder, "
+                "tokenizer = excluded.tokenizer, data = excluded.data",
+                (user_id, encoder, tokenizer, data),
+            )
+            return True
+
+        return self._write(run)
 
     def missing_vectors(self, encoder: str, kinds: Iterable[MemoryKind]) -> list[tuple[int, str]]:
         cond, args = self._in_list("m.kind", [k.value for k in kinds])

@@ -26,7 +26,7 @@ from memory_bank import integrity
 from memory_bank.errors import ConfigError, StoreError
 from memory_bank.records import Memory, MemoryKind
 from memory_bank.stores.base import SCHEMA_VERSION, Backend, ForgetColumns
-from memory_bank.stores.sql import INSERT, Cursor, SQLStorage, memory_row, statements
+from memory_bank.stores.sql import INSERT, LEXICAL_TABLE, Cursor, SQLStorage, memory_row, statements
 
 T = TypeVar("T")
 
@@ -61,6 +61,9 @@ _MIGRATIONS: dict[int, str] = {
     # 2 -> 3: each memory's content weight, set when it is written (memory_bank.salience); the
     # memories stored before keep the neutral weight 1.
     2: "ALTER TABLE memories ADD COLUMN weight REAL NOT NULL DEFAULT 1;",
+    # 3 -> 4: each user's persisted lexical index (a cache; created empty, filled by the next
+    # partition build of each user).
+    3: LEXICAL_TABLE.format(bigint="INTEGER", blob="BLOB"),
 }
 
 

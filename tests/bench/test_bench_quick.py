@@ -38,3 +38,23 @@ def test_quick_mode_writes_the_documented_json(tmp_path, capsys) -> None:  # typ
 def test_unknown_baseline_is_a_one_line_error(capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["bench", "--quick", "--baselines", "zep"]) == 2
     assert "unknown baseline 'zep'" in capsys.readouterr().err
+
+
+def test_the_mem0_worker_runs_without_langchain() -> None:
+    """mem0's environment need not have LangChain: the worker and the bank import without it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['langchain_core'] = None; sys.modules['langchain_core.embeddings'] = None\n"
+        "import memory_bank.bench.worker, memory_bank.bench.mem0_system\n"
+        "from memory_bank import MemoryBank\n"
+        "from memory_bank.embeddings import HashingEncoder\n"
+        "import tempfile\n"
+        "bank = MemoryBank.open(tempfile.mkdtemp(), encoder_instance=HashingEncoder(16))\n"
+        "bank.add_turn('Ann', 'My cat is Miso.', 'Nice!')\n"
+        "print(bank.search('Ann', 'cat', k=1)[0].memory.query)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "My cat is Miso."

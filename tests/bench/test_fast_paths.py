@@ -183,14 +183,18 @@ def test_a_seeded_forgetting_pass_forgets_the_same_memories_as_the_memory_object
     bank.close()
 
 
-def test_neighbours_match_a_lookup_at_query_time_even_with_duplicate_turns() -> None:
+@pytest.mark.parametrize("batch", [37, 1000])  # the first batch is indexed in bulk, later ones one by one
+def test_neighbours_match_a_lookup_at_query_time_even_with_duplicate_turns(batch: int) -> None:
     rng = np.random.default_rng(4)
     rows = [(f"2023-05-0{rng.integers(1, 4)}", int(rng.integers(0, 6)), "turn") for _ in range(200)]
     rows += [("2023-05-01", None, "daily_summary"), ("2023-05-02", 3, "daily_summary")]
     part = Partition(4)
     vecs = rng.standard_normal((len(rows), 4)).astype(np.float32)
-    for s in range(0, len(rows), 37):  # several batches, in arbitrary day/turn order
-        part.add(_batch(rows[s : s + 37], vecs[s : s + 37], start=s + 1))
+    for s in range(0, len(rows), batch):  # in arbitrary day/turn order
+        part.add(_batch(rows[s : s + batch], vecs[s : s + batch], start=s + 1))
+    for day in ("2023-05-01", "2023-05-02", "2023-05-03"):
+        assert part.positions_on([day]).tolist() == [p for p, r in enumerate(rows) if r[0] == day]
+    assert part.years() == (2023,) and part.day_ids(np.arange(len(rows))).max() == 2
     latest: dict[tuple[str, int], int] = {}
     for pos, (day, turn, kind) in enumerate(rows):
         if kind == "turn" and turn is not None:

@@ -9,6 +9,7 @@ import pytest
 
 from memory_bank import InvalidInputError, MemoryKind, MemoryNotFoundError, StoreError, UserNotFoundError
 from memory_bank.errors import EncoderMismatchError
+from memory_bank.stores import SCHEMA_VERSION
 from memory_bank.stores.sqlite import DB_FILENAME, SQLiteStorage
 
 
@@ -204,7 +205,7 @@ def test_a_version_1_store_is_migrated_and_forgets_as_before(make_bank, tmp_path
 
     storage = SQLiteStorage(tmp_path / "store")
     db = sqlite3.connect(tmp_path / "store" / DB_FILENAME)
-    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "3"
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
     indexes = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert "memories_forget_key" in indexes and "memories_forget" not in indexes
     assert db.execute("SELECT count(*) FROM memories WHERE forget_key IS NULL").fetchone()[0] == 0
@@ -235,7 +236,7 @@ def test_a_version_2_store_gains_content_weights_and_keeps_its_memories(make_ban
 
     bank = make_bank(forgetting={"mode": "paper", "tau": 10, "policy": "threshold", "content_weights": True})
     db = sqlite3.connect(tmp_path / "store" / DB_FILENAME)
-    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "3"
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
     db.close()
     # The turns stored before weigh 1 (neutral) and nothing was lost; new turns are weighed.
     assert [m.weight for m in bank.history("Ann")] == [1.0, 1.0]

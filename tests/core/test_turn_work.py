@@ -45,8 +45,8 @@ def _steps(bank: Any, fn: Callable[[], object]) -> int:
     return count[0]
 
 
-def test_reading_what_a_reply_needs_costs_the_same_at_any_history_length(make_bank) -> None:  # type: ignore[no-untyped-def]
-    small, large = make_bank("small"), make_bank("large")
+def test_reading_what_a_reply_needs_costs_the_same_at_any_history_length(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    small, large = make_bank(tmp_path / "small"), make_bank(tmp_path / "large")
     _fill(small, 200)
     _fill(large, 6000)
 
@@ -66,8 +66,8 @@ def test_reading_what_a_reply_needs_costs_the_same_at_any_history_length(make_ba
     assert b <= 2 * a + 5, (a, b)
 
 
-def test_storing_a_turn_costs_the_same_at_any_history_length(make_bank) -> None:  # type: ignore[no-untyped-def]
-    small, large = make_bank("small"), make_bank("large")
+def test_storing_a_turn_costs_the_same_at_any_history_length(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    small, large = make_bank(tmp_path / "small"), make_bank(tmp_path / "large")
     _fill(small, 200)
     _fill(large, 6000)
     a = _steps(small, lambda: small.add_turn("Ann", "I went hiking again.", "Nice!", at="2021-01-01T10:00"))

@@ -8,7 +8,7 @@ import pytest
 
 from memory_bank import InvalidInputError, Memory, MemoryBank, MemoryKind, StoreError, load_config
 from memory_bank.embeddings import HashingEncoder
-from memory_bank.stores import open_storage
+from memory_bank.stores import SCHEMA_VERSION, open_storage
 from tests.storage.test_contract import ENC, turn, vec
 
 pytestmark = pytest.mark.integration
@@ -227,7 +227,7 @@ def test_a_version_2_store_gains_the_weight_column(pg, pg_url, pg_schema) -> Non
     _sql(pg_url, pg_schema, "ALTER TABLE memories DROP COLUMN weight")
     _sql(pg_url, pg_schema, "UPDATE meta SET value = '2' WHERE key = 'schema_version'")
     s = pg()
-    assert _sql(pg_url, pg_schema, "SELECT value FROM meta WHERE key = 'schema_version'") == [("3",)]
+    assert _sql(pg_url, pg_schema, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
     (m,) = s.memories(u)
     assert m.text == "My cat is Miso." and m.weight == 1.0  # stored before: neutral weight
     s.add_turn(u, turn("Ann", "2023-05-01", "Thanks!", weight=0.25), vec(0, 1, 0, 0), ENC)

@@ -1,0 +1,121 @@
+"""A partition's lexical index as bytes, so that a restart reads it instead of re-tokenising.
+
+Tokenising every memory is most of what building a partition costs (6.5 s of the first search
+of a 100,000-memory user after a restart). The store keeps, per user, the BM25 postings and the
+per-memory arrays the ranking reads (token counts, the tokens of each question a user asked,
+whether its reply answered it), under the encoder whose vectors chose the memories and
+:data:`memory_bank.text.TOKENIZER_VERSION`. A snapshot from another tokenizer is not used, and
+is replaced by the next one written.
+
+A snapshot is a cache: :meth:`LexicalSnapshot.restricted` keeps the memories that are still
+searchable (forgotten ones drop out, cheaply, without re-tokenising the rest); the store deletes
+the snapshot in the same transaction as any change that rewrites or deletes a memory's text, so
+it never holds words the user deleted and never serves stale tokens. The bytes are a NumPy
+``.npz`` archive, read with ``allow_pickle=False`` (never unpickled).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+
+import numpy as np
+
+_ARRAYS = ("rowids", "starts", "pos", "tf", "lengths", "user_starts", "user_ids", "unanswered")
+
+
+@dataclasses.dataclass
+class LexicalSnapshot:
+    """The lexical side of a partition, by position (positions in rowid order).
+
+    ``vocab[t]`` is token id ``t``; ``starts``/``pos``/``tf`` are the postings in compressed
+    sparse rows (row ``t`` lists the ascending positions holding token ``t`` and its frequency
+    there); ``lengths`` is each memory's token count; ``user_starts``/``user_ids`` the distinct
+    token ids of each question the user asked (empty rows for the rest); ``unanswered`` marks
+    question turns whose reply was a question.
+    """
+
+    rowids: np.ndarray
+    vocab: list[str]
+    starts: np.ndarray
+    pos: np.ndarray
+    tf: np.ndarray
+    lengths: np.ndarray
+    user_starts: np.ndarray
+    user_ids: np.ndarray
+    unanswered: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.rowids)
+
+    @property
+    def max_rowid(self) -> int:
+        return int(self.rowids[-1]) if len(self.rowids) else 0
+
+    def to_bytes(self) -> bytes:
+        """The snapshot as an uncompressed ``.npz`` archive (loading it is a few copies)."""
+        buf = io.BytesIO()
+        tf = self.tf.astype(np.uint16) if len(self.tf) and self.tf.max() < 65536 else self.tf
+        arrays = {
+            "rowids": self.rowids.astype(np.int64),
+            "starts": self.starts.astype(np.int64),
+            "pos": self.pos.astype(np.int32),
+            "tf": tf,
+            "lengths": self.lengths.astype(np.int32),
+            "user_starts": self.user_starts.astype(np.int64),
+            "user_ids": self.user_ids.astype(np.int32),
+            "unanswered": self.unanswered.astype(np.bool_),
+            "vocab": np.frombuffer("\0".join(self.vocab).encode("utf-8"), dtype=np.uint8),
+        }
+        np.savez(buf, **arrays)  # type: ignore[arg-type]
+        return buf.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> LexicalSnapshot:
+        """Read :meth:`to_bytes`' output (raises ``ValueError`` on anything else)."""
+        try:
+            with np.load(io.BytesIO(data), allow_pickle=False) as z:
+                arrays = {k: z[k] for k in _ARRAYS}
+                raw = z["vocab"].tobytes().decode("utf-8")
+        except (OSError, KeyError, EOFError, UnicodeDecodeError, ValueError) as e:  # pickles refused too
+            raise ValueError(f"not a lexical snapshot: {e}") from e
+        vocab = raw.split("\0") if raw or len(arrays["starts"]) > 1 else []
+        if len(vocab) != len(arrays["starts"]) - 1 or len(arrays["user_starts"]) != len(arrays["rowids"]) + 1:
+            raise ValueError("not a lexical snapshot: its arrays do not fit together")
+        return cls(vocab=vocab, **arrays)
+
+    def restricted(self, rowids: np.ndarray) -> LexicalSnapshot | None:
+        """This snapshot for the memories ``rowids`` (ascending) only, or ``None`` when one of
+        them is not in it (then it cannot stand for them). Memories left out (forgotten since)
+        leave the postings and per-memory arrays; the vocabulary stays (an unused token scores
+        nothing). All array operations: no token is read again."""
+        rowids = np.asarray(rowids, dtype=np.int64)
+        if len(rowids) == len(self.rowids) and np.array_equal(rowids, self.rowids):
+            return self
+        at = np.searchsorted(self.rowids, rowids)
+        if len(rowids) and (
+            at[-1] >= len(self.rowids)
+            or not np.array_equal(self.rowids[np.minimum(at, len(self.rowids) - 1)], rowids)
+        ):
+            return None
+        keep = np.zeros(len(self.rowids), dtype=bool)
+        keep[at] = True
+        new_pos = np.cumsum(keep) - 1
+        tids = np.repeat(np.arange(len(self.starts) - 1, dtype=np.int64), np.diff(self.starts))
+        hold = keep[self.pos]
+        starts = np.zeros(len(self.starts), dtype=np.int64)
+        np.cumsum(np.bincount(tids[hold], minlength=len(self.starts) - 1), out=starts[1:])
+        sizes = np.diff(self.user_starts)
+        user_starts = np.zeros(len(rowids) + 1, dtype=np.int64)
+        np.cumsum(sizes[keep], out=user_starts[1:])
+        return LexicalSnapshot(
+            rowids=rowids,
+            vocab=self.vocab,
+            starts=starts,
+            pos=new_pos[self.pos[hold]],
+            tf=self.tf[hold],
+            lengths=self.lengths[keep],
+            user_starts=user_starts,
+            user_ids=self.user_ids[np.repeat(keep, sizes)],
+            unanswered=self.unanswered[keep],
+        )

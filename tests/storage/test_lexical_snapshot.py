@@ -1,0 +1,162 @@
+"""The persisted lexical index (schema version 4): a restart reads it instead of re-tokenising,
+ranks exactly as a partition built from the texts, and never outlives the words it holds."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+import numpy as np
+import pytest
+
+import memory_bank.index as index_module
+from memory_bank import MemoryBank
+from memory_bank.embeddings import HashingEncoder
+from memory_bank.lexical_snapshot import LexicalSnapshot
+from memory_bank.retrieval import rank
+from memory_bank.text import TOKENIZER_VERSION
+
+QUERIES = ["Where did my sister go hiking?", "What did Tom bake on May 3rd?", "我的猫叫什么名字？", "How was the concert?"]
+#: A non-default ranking: other weights, no neighbour lift, more candidates.
+OTHER = {"lexical_weight": 0.6, "date_weight": 0.0, "prev_turn_weight": 0.0, "next_turn_weight": 0.0, "candidates": 96}
+
+
+@pytest.fixture(autouse=True)
+def _snapshot_every_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(index_module, "SNAPSHOT_MIN", 1)  # small test stores persist too
+
+
+def _fill(bank: MemoryBank) -> None:
+    texts = [
+        ("My sister Anna went hiking near the lake.", "How lovely!"),
+        ("Tom baked a cherry pie on May 3rd.", "Yum, was it good?"),
+        ("我的猫叫米索。", "好可爱的名字！"),
+        ("Do you remember my cat?", "Is it Miso?"),
+        ("The concert was loud but amazing.", "Whose concert was it?"),
+        ("Jay Chou's!", "Wow, lucky you."),
+    ]
+    for i in range(60):
+        q, r = texts[i % len(texts)]
+        bank.add_turn("Ann", f"{q} ({i})", r, at=f"2023-05-{1 + i // 6:02d}T10:{i % 60:02d}")
+
+
+def _ranks(bank: MemoryBank, **retrieval: Any) -> list[tuple[list[int], list[float]]]:
+    cfg = bank.config.retrieval.model_copy(update=retrieval)
+    part = bank._cache.get(bank.user("Ann").id)
+    enc = bank.encoder
+    out = []
+    for q in QUERIES:
+        r = rank(part, q, enc.encode([q])[0], 8, cfg, now=dt.date(2023, 6, 1))
+        out.append((part.rowids[r.positions].tolist(), r.scores.tolist()))
+    return out
+
+
+def _stored(bank: MemoryBank) -> bytes | None:
+    return bank.storage.lexical_snapshot(bank.user("Ann").id, bank.encoder_name, TOKENIZER_VERSION)
+
+
+def test_a_restart_reads_the_snapshot_and_ranks_exactly_as_from_the_texts(make_bank, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    _fill(make_bank())
+    first = make_bank()
+    expected = _ranks(first), _ranks(first, **OTHER)  # built from the texts, then persisted
+    assert _stored(first) is not None
+    restarted = make_bank()
+
+    def no_tokenising(*_: Any) -> None:
+        raise AssertionError("a partition with a snapshot tokenised its memories again")
+
+    monkeypatch.setattr(index_module.LexicalIndex, "add", no_tokenising)
+    assert (_ranks(restarted), _ranks(restarted, **OTHER)) == expected
+
+
+def test_turns_added_after_the_snapshot_and_forgotten_ones_are_reconciled(make_bank) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank()
+    _fill(bank)
+    _ranks(bank)  # persists the snapshot
+    bank.add_turn("Ann", "Anna and I went hiking again!", "Great.", at="2023-05-20T10:00")
+    victims = [m.memory_id for m in bank.history("Ann")[:5]]
+    bank.archive("Ann", victims)  # forgotten: the snapshot stays (the texts are still stored)
+    assert _stored(bank) is not None
+    from_snapshot = make_bank()
+    scratch = make_bank()
+    scratch._cache.snapshots = None
+    assert _ranks(from_snapshot) == _ranks(scratch)
+    assert _ranks(from_snapshot, **OTHER) == _ranks(scratch, **OTHER)
+
+
+def test_deleting_or_editing_a_memory_deletes_the_snapshot_in_the_same_write(make_bank) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank()
+    _fill(bank)
+    _ranks(bank)
+    assert _stored(bank) is not None
+    bank.delete_memory("Ann", bank.history("Ann")[2].memory_id)
+    assert _stored(bank) is None  # no copy of the deleted words is left in the store
+    _ranks(make_bank())
+    assert _stored(bank) is not None
+    bank.update_memory("Ann", bank.history("Ann")[0].memory_id, text="Something else entirely.")
+    assert _stored(bank) is None
+    bank.delete_user("Ann")
+    assert not bank.has_user("Ann")
+
+
+def test_a_snapshot_of_another_tokenizer_is_not_used(make_bank, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank()
+    _fill(bank)
+    expected = _ranks(bank)
+    import memory_bank.bank as bank_module
+
+    monkeypatch.setattr(bank_module, "TOKENIZER_VERSION", TOKENIZER_VERSION + "-next")
+    later = make_bank()
+    assert later._load_snapshot(later.user("Ann").id) is None
+    assert _ranks(later) == expected  # rebuilt from the texts, then stored under the new version
+    assert later.storage.lexical_snapshot(later.user("Ann").id, later.encoder_name, TOKENIZER_VERSION + "-next")
+
+
+def test_a_stale_snapshot_is_refused_when_the_epoch_moved(make_bank) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank()
+    _fill(bank)
+    part = bank._cache.get(bank.user("Ann").id)
+    snap = part.lexical_snapshot()
+    uid = bank.user("Ann").id
+    bank.storage.delete_memories(uid, [int(part.rowids[0])])  # another server deletes meanwhile
+    assert not bank.storage.put_lexical_snapshot(uid, bank.encoder_name, TOKENIZER_VERSION, part.epoch, snap.to_bytes())
+    assert _stored(bank) is None
+
+
+def test_snapshot_bytes_round_trip_and_garbage_is_refused() -> None:
+    from memory_bank.index import Partition
+    from memory_bank.stores import VectorBatch
+
+    part = Partition(4)
+    texts = ["Anna went hiking?", "Tom baked a pie", "我的猫叫米索吗", "hiking hiking again"]
+    vecs = np.eye(4, dtype=np.float32)
+    part.add(VectorBatch(np.arange(1, 5), vecs, texts, ["turn"] * 4, ["2023-05-01"] * 4, [0, 1, 2, 3],
+                         texts, ["ok?", "ok", "嗯", "yes"]))  # fmt: skip
+    snap = LexicalSnapshot.from_bytes(part.lexical_snapshot().to_bytes())
+    assert snap.vocab == list(part.lexical._vocab) and snap.rowids.tolist() == [1, 2, 3, 4]
+    kept = snap.restricted(np.array([1, 3, 4]))
+    assert kept is not None and kept.lengths.tolist() == [snap.lengths[0], snap.lengths[2], snap.lengths[3]]
+    assert snap.restricted(np.array([1, 9])) is None  # a memory the snapshot does not know
+    with pytest.raises(ValueError, match="not a lexical snapshot"):
+        LexicalSnapshot.from_bytes(b"\x80\x04not an npz")
+
+
+def test_a_version_3_store_gains_the_snapshot_table(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import sqlite3
+
+    from memory_bank.stores import SCHEMA_VERSION
+    from memory_bank.stores.sqlite import DB_FILENAME
+
+    bank = MemoryBank.open(tmp_path / "s", encoder_instance=HashingEncoder(64))
+    _fill(bank)
+    bank.close()
+    db = sqlite3.connect(tmp_path / "s" / DB_FILENAME)  # the version 3 layout
+    db.executescript("DROP TABLE lexical_snapshots; UPDATE meta SET value = '3' WHERE key = 'schema_version';")
+    db.close()
+    bank = MemoryBank.open(tmp_path / "s", encoder_instance=HashingEncoder(64))
+    assert [h.memory.text.split(" (")[0] for h in bank.search("Ann", "Jay Chou", k=1)] == ["Jay Chou's!"]
+    assert _stored(bank) is not None and len(bank.history("Ann")) == 60
+    bank.close()
+    db = sqlite3.connect(tmp_path / "s" / DB_FILENAME)
+    assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    db.close()
