@@ -26,11 +26,13 @@ from silicon_friend.engine import Session
 
 @dataclasses.dataclass
 class WebSession:
-    """One browser tab: its conversation (``session``, ``None`` until a name is given) and the
-    messages waiting for a reply, in order."""
+    """One browser tab: its conversation (``session``, ``None`` until a name is given), the
+    messages waiting for a reply, in order, and the tab's language and temporary-chat switch."""
 
     session: Session | None = None
     waiting: list[tuple[int, str]] = dataclasses.field(default_factory=list)
+    language: str | None = None  # the tab's UI language (None: the app's)
+    temporary: bool = False  # temporary chat switched on in this tab
     _next: int = 0
     _serving: int = 0
     _skipped: set[int] = dataclasses.field(default_factory=set)
