@@ -239,7 +239,7 @@ class WebApp:
                 "content": "",
                 "metadata": {"title": t.temporary_turn, "status": "done"},
             }
-        if not turn.used and not turn.stored:
+        if turn.resumed or (not turn.used and not turn.stored):
             return None
         title = t.memories_used.replace("{n}", str(len(turn.used))) if turn.used else t.no_memories_used
         metadata: dict[str, Any] = {"title": title, "status": "done"}
