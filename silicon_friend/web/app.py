@@ -389,6 +389,9 @@ class WebApp:
             tab.leave(ticket)
             raise
         with tab.turn(ticket):
+            if tab.closed:  # the tab closed while this waited: never answered, never stored
+                logger.info("a queued message was dropped: its tab closed before its turn")
+                return
             try:
                 stream = start()
                 for _ in stream:

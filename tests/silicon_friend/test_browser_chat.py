@@ -118,7 +118,7 @@ def test_the_language_switch_relabels_the_page(browser, served, start, switch) -
 
 
 def test_a_reload_shows_the_recent_conversation(browser, served) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
-    url, engine = served("en")
+    url, _ = served("en")
     page = open_as(browser, url, "Emily", "en")
     for message in ("first thing", "second thing"):
         say(page, message)

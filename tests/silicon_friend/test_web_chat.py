@@ -184,3 +184,22 @@ def test_warm_up_loads_the_encoder_before_the_first_login(engine) -> None:  # ty
     release.set()
     thread.join(10)
     assert app.ready.is_set() and encoded == [["warm up"]]
+
+
+def test_a_message_waiting_when_its_tab_closes_is_never_answered_nor_stored(make_engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(make_engine(EchoChatModel(delay=0.05)))
+    first = app.send("one two three four five six seven", "Emily", *SLIDERS, ANON)
+    next(first), next(first), next(first)  # streaming
+    results: list[object] = []
+    second = threading.Thread(target=lambda: results.append(list(app.send("lost?", "Emily", *SLIDERS, ANON))))
+    second.start()
+    deadline = time.monotonic() + 5
+    while "lost?" not in app.sessions.get(ANON).queued() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    app.on_unload(ANON)  # the tab closes
+    list(first)  # the reply that had started is finished...
+    second.join(10)
+    history = app.engine.bank.history("Emily")
+    assert [m.query for m in history] == ["one two three four five six seven"]  # ...and stored
+    assert history[0].response == "Echo: one two three four five six seven"
+    assert results  # the waiting one ended without a reply: it was only ever shown as queued
