@@ -113,11 +113,18 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     )
 
 
+def _say_loading(args: argparse.Namespace) -> None:
+    """One line on stderr while the chat model loads (a large local model takes a while)."""
+    what = args.llm or "the packaged SmolLM2-135M-Instruct (an English-only demo model)"
+    print(f"Loading {what}…", file=sys.stderr, flush=True)
+
+
 def _web(args: argparse.Namespace) -> int:
     from silicon_friend.runtime import build_engine
     from silicon_friend.web.server import load_credentials, serve
 
     credentials = load_credentials(args.auth or (), args.auth_file)
+    _say_loading(args)
     engine = build_engine(_options(args))
     try:
         serve(
@@ -139,6 +146,7 @@ def _chat(args: argparse.Namespace) -> int:
     from silicon_friend.runtime import build_engine
     from silicon_friend.terminal import run_chat
 
+    _say_loading(args)
     engine = build_engine(_options(args))
     try:
         return run_chat(engine, args.user)

@@ -117,6 +117,7 @@ class Turn:
     used: list[UsedMemory] = dataclasses.field(default_factory=list)
     reinforced: int = 0
     temporary: bool = False
+    resumed: bool = False  # read back from the store (a reload), not answered in this session
 
     @property
     def failed(self) -> bool:
@@ -226,6 +227,7 @@ class SiliconFriend:
                     timestamp=m.timestamp or m.date,
                     response=m.response or "",
                     memory_id=m.memory_id,
+                    resumed=True,
                 )
                 for m in stored
             ]

@@ -50,13 +50,21 @@ SMALL_MODEL = Decoding(repeat_penalty=1.15, max_reply_tokens=128, brief=True)
 _SMALL_NAMES = re.compile(r"smollm|(?<![0-9])(?:135|360)m\b", re.I)
 
 
+#: How the UI names the packaged default model.
+PACKAGED_NAME = "SmolLM2-135M-Instruct (packaged, llama.cpp, offline)"
+
+
+def is_packaged_default(spec: Any) -> bool:
+    """Whether ``spec`` is the packaged offline default (llama.cpp without a model file)."""
+    return getattr(spec, "backend", None) == "llamacpp" and not getattr(spec, "model", None)
+
+
 def decoding_for(name: str, spec: Any = None) -> Decoding:
     """:data:`SMALL_MODEL` for the packaged default (llama.cpp without a model file) and models
     named like tiny ones (``smollm``, ``135m``, ``360m``); plain sampling for the rest."""
-    backend = getattr(spec, "backend", None)
-    packaged = backend == "llamacpp" and not getattr(spec, "model", None)
     model = str(getattr(spec, "model", "") or "")
-    return SMALL_MODEL if packaged or _SMALL_NAMES.search(f"{name} {model}") else Decoding()
+    small = is_packaged_default(spec) or _SMALL_NAMES.search(f"{name} {model}")
+    return SMALL_MODEL if small else Decoding()
 
 
 @dataclasses.dataclass
@@ -69,6 +77,16 @@ class LoadedModel:
     count_tokens: TokenCounter
     spec: Any = None
     decoding: Decoding = dataclasses.field(default_factory=Decoding)
+
+    @property
+    def packaged(self) -> bool:
+        """Whether this is the packaged 135M English-only demo model."""
+        return is_packaged_default(self.spec)
+
+    @property
+    def display_name(self) -> str:
+        """The model's name as the user should read it."""
+        return PACKAGED_NAME if self.packaged else self.name
 
 
 def token_counter_for(model: BaseChatModel) -> TokenCounter:

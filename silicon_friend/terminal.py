@@ -1,5 +1,7 @@
 """The terminal chat: the original's commands (``clear`` empties the conversation, ``stop`` quits)
-plus ``/memories``, ``/summarize`` and ``/help``. Input and output are injectable for tests.
+plus ``/memories``, ``/summarize``, ``/why`` (the memories the last reply used, and whether it was
+stored), ``/temporary`` (pause memory: replies neither read nor write memories) and ``/help``.
+Input and output are injectable for tests.
 
 Example::
 
@@ -15,7 +17,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from memory_bank.errors import MemoryBankError
-from silicon_friend.engine import SiliconFriend
+from silicon_friend.engine import SiliconFriend, Turn
 from silicon_friend.memories import memory_rows
 
 
@@ -34,6 +36,11 @@ class TerminalTexts:
     portrait: str
     none_yet: str
     unknown: str
+    why: str
+    why_none: str
+    stored: str
+    temporary_on: str
+    temporary_off: str
 
 
 TERMINAL: dict[str, TerminalTexts] = {
@@ -41,7 +48,7 @@ TERMINAL: dict[str, TerminalTexts] = {
         ask_name="What's your name? ",
         welcome_new="Welcome, {user}! I'm {bot}. This is our first conversation.",
         welcome_back="Welcome back, {user}! I'm {bot}, and I remember our past conversations.",
-        help="Commands: clear (new conversation), stop (quit), /memories, /summarize, /help",
+        help="Commands: clear (new conversation), stop (quit), /memories, /summarize, /why, /temporary, /help",
         you="{user}: ",
         cleared="(conversation cleared; your memories are kept)",
         bye="Bye, {user}! Your memories are saved.",
@@ -51,12 +58,17 @@ TERMINAL: dict[str, TerminalTexts] = {
         portrait="Your portrait",
         none_yet="(not summarised yet)",
         unknown="(unknown command {command}: nothing was sent; /help lists the commands)",
+        why="Memories the last reply used:",
+        why_none="(the last reply used no memories)",
+        stored="(memory updated: that turn was stored; {n} recalled memories strengthened)",
+        temporary_on="(temporary chat: I neither read nor write memories until you type /temporary again)",
+        temporary_off="(temporary chat is off: memories are read and written again)",
     ),
     "zh": TerminalTexts(
         ask_name="你叫什么名字？",
         welcome_new="欢迎你，{user}！我是{bot}，这是我们的第一次对话。",
         welcome_back="欢迎回来，{user}！我是{bot}，我记得我们之前的对话。",
-        help="命令：clear（新对话）、stop（退出）、/memories、/summarize、/help",
+        help="命令：clear（新对话）、stop（退出）、/memories、/summarize、/why、/temporary、/help",
         you="{user}：",
         cleared="（对话已清空，记忆仍然保留）",
         bye="再见，{user}！你的记忆已保存。",
@@ -66,10 +78,27 @@ TERMINAL: dict[str, TerminalTexts] = {
         portrait="你的性格画像",
         none_yet="（尚未总结）",
         unknown="（未知命令 {command}：没有发送任何内容；输入 /help 查看命令）",
+        why="上一条回复用到的记忆：",
+        why_none="（上一条回复没有用到记忆）",
+        stored="（记忆已更新：这一轮对话已保存；{n} 条被回忆的记忆得到加强）",
+        temporary_on="（临时对话：在你再次输入 /temporary 之前，我既不读取也不写入记忆）",
+        temporary_off="（临时对话已关闭：重新读取和写入记忆）",
     ),
 }
 
 InputFn = Callable[[str], str]
+
+
+def _why(turn: Turn | None, t: TerminalTexts, out: TextIO) -> None:
+    """What the last reply used (date, score, text) and whether its turn was stored."""
+    if turn is None or not turn.used:
+        out.write(t.why_none + "\n")
+    else:
+        out.write(t.why + "\n")
+        for m in turn.used:
+            out.write(f"  {m.date}  {m.score:.2f}  {' '.join(m.text.split())[:100]}\n")
+    if turn is not None and turn.stored:
+        out.write(t.stored.replace("{n}", str(turn.reinforced)) + "\n")
 
 
 def _read(input_fn: InputFn, prompt: str, out: TextIO) -> str | None:
@@ -128,6 +157,11 @@ def run_chat(
                 continue
             out.write(f"{t.summary}: {profile['global_summary'] or t.none_yet}\n")
             out.write(f"{t.portrait}: {profile['global_portrait'] or t.none_yet}\n")
+        elif command == "/why":
+            _why(session.turns[-1] if session.turns else None, t, out)
+        elif command == "/temporary":
+            session.temporary = not session.temporary
+            out.write((t.temporary_on if session.temporary else t.temporary_off) + "\n")
         elif command.startswith("/") and " " not in command:  # a mistyped command, not a message
             out.write(t.unknown.replace("{command}", command) + "\n")
         else:

@@ -12,11 +12,23 @@ Mistakes (no name yet, an unticked confirmation) are shown as toasts that leave 
 a message sent while a reply streams waits its turn, shown as queued, and is then answered.
 Exports are served from memory to their owner only (:mod:`silicon_friend.web.downloads`).
 
+Under each reply a collapsed "memories used" line lists the memories its prompt carried (date,
+kind, retrieval score, text) and, once the turn is committed to the store, says "memory updated".
+A tab can switch to a temporary chat that neither reads nor writes memories. The header says
+which model answers (and, for the packaged demo model, that it is a 135M English-only toy). The
+language switch re-labels every registered component (:mod:`silicon_friend.web.i18n`); the
+name is kept in the browser (``localStorage``) so a reload shows the recent conversation again.
+
+A message still waiting when its tab closes is taken out of the line and never answered or
+stored (it was only ever shown as queued, and the conversation shown after a reload, which is
+read from the store, does not have it); a reply that had started is finished and stored.
+
 (No ``from __future__ import annotations`` here: Gradio reads the ``gr.Request`` annotation of
 handlers at run time.)
 """
 
 import logging
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -24,19 +36,31 @@ import gradio as gr
 
 from memory_bank.errors import MemoryBankError
 from memory_bank.text import validate_user
-from silicon_friend.engine import ChatSettings, Session, SiliconFriend
-from silicon_friend.errors import Refused
+from silicon_friend.engine import ChatSettings, Session, SiliconFriend, Turn
+from silicon_friend.errors import Refused, SessionEndedError
 from silicon_friend.memories import export_bytes
 from silicon_friend.web.downloads import DownloadStore
+from silicon_friend.web.i18n import Translations
 from silicon_friend.web.memory_tab import CSS as MEMORY_TAB_CSS
 from silicon_friend.web.memory_tab import MemoryTab
 from silicon_friend.web.safe_text import inert_markdown
 from silicon_friend.web.sessions import SessionRegistry, WebSession
-from silicon_friend.web.texts import UITexts, ui_texts
+from silicon_friend.web.texts import LANGUAGES, UI, UITexts, ui_texts
 
 logger = logging.getLogger(__name__)
 
-CSS = "#sf-chatbot {min-height: 420px} #sf-memory-table th {white-space: nowrap; word-break: keep-all}"
+CSS = (
+    "#sf-chatbot {min-height: 420px} #sf-memory-table th {white-space: nowrap; word-break: keep-all}"
+    " #sf-temporary-banner {border-left: 4px solid #7c3aed; padding-left: 8px}"
+)
+
+#: Characters of a memory shown under "memories used".
+USED_TEXT_CHARS = 300
+
+
+def _short(text: str, n: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
 
 
 def message_text(content: Any) -> str:
@@ -87,7 +111,27 @@ class WebApp:
         self.concurrency = concurrency
         self.sessions = SessionRegistry()
         self.downloads = DownloadStore()
+        self.i18n = Translations()
         self.memory_tab = MemoryTab(self)
+        self.ready = threading.Event()  # the memory encoder is loaded
+        self.ready.set()  # until start_warm_up() says otherwise
+
+    def start_warm_up(self) -> threading.Thread:
+        """Load the memory encoder in the background, so that the first "Remember Me" and the
+        first reply do not wait for it silently (the page shows that it is loading)."""
+        self.ready.clear()
+
+        def work() -> None:
+            try:
+                self.engine.bank.encoder.encode(["warm up"])
+            except Exception:  # the first search reports the real error to the user
+                logger.exception("loading the memory encoder failed")
+            finally:
+                self.ready.set()
+
+        thread = threading.Thread(target=work, name="silicon-friend-warm-up", daemon=True)
+        thread.start()
+        return thread
 
     @staticmethod
     def theme() -> Any:
@@ -110,7 +154,7 @@ class WebApp:
             return str(username)
         name = (name or "").strip() if isinstance(name, str) else ""
         if not name:
-            raise Refused(self.texts.need_name)
+            raise Refused(self._t(request).need_name)
         try:
             return validate_user(name)
         except MemoryBankError as e:
@@ -119,12 +163,25 @@ class WebApp:
     def _tab(self, request: gr.Request | None) -> WebSession:
         return self.sessions.get(request)
 
+    def _t(self, request: gr.Request | None) -> UITexts:
+        """The texts in the tab's language."""
+        language = self._tab(request).language
+        return ui_texts(language) if language else self.texts
+
+    def _open(self, tab: WebSession, user: str) -> Session:
+        """A new session of ``user`` in ``tab``, showing their recent conversation."""
+        tab.session = self.engine.start(user)
+        tab.session.temporary = tab.temporary
+        self.engine.resume(tab.session, self.engine.settings.history_turns)
+        return tab.session
+
     def _session(self, name: str | None, request: gr.Request | None) -> Session:
         """The tab's session for the user the request acts as (a new one if the user changed)."""
         user = self._user_for(name, request)
         tab = self._tab(request)
         if tab.session is None or tab.session.user.strip() != user.strip():
             tab.session = self.engine.start(user)
+            tab.session.temporary = tab.temporary
         return tab.session
 
     def _current(self, request: gr.Request | None) -> Session | None:
@@ -136,36 +193,79 @@ class WebApp:
             return None
         return session
 
-    def _welcome(self, session: Session) -> str:
-        t, user = self.texts, inert_markdown(session.user.strip())
+    def _welcome(self, session: Session, t: UITexts | None = None) -> str:
+        t, user = t or self.texts, inert_markdown(session.user.strip())
         text = (t.welcome_back if session.returning else t.welcome_new).replace("{user}", user)
         return (t.logged_in_as.replace("{user}", user) + " " if self.auth else "") + text
 
-    def render(self, session: Session | None, pending: Sequence[str] = ()) -> list[dict[str, str]]:
-        """The conversation as Chatbot messages (inert text), then the messages waiting in line."""
-        out: list[dict[str, str]] = []
+    def render(
+        self, session: Session | None, pending: Sequence[str] = (), texts: UITexts | None = None
+    ) -> list[dict[str, Any]]:
+        """The conversation as Chatbot messages (inert text), each reply followed by what it
+        used and changed (:meth:`turn_note`), then the messages waiting in line."""
+        t = texts or self.texts
+        out: list[dict[str, Any]] = []
         for turn in session.turns if session else []:
             out.append({"role": "user", "content": inert_markdown(turn.query)})
             response = inert_markdown(turn.response)
             if turn.stopped:
-                reply = f"{response} {self.texts.stopped}".strip()
+                reply = f"{response} {t.stopped}".strip()
             elif turn.error:
-                reply = self.texts.model_failed.replace("{error}", inert_markdown(turn.error))
+                reply = t.model_failed.replace("{error}", inert_markdown(turn.error))
                 if turn.response:
                     reply = f"{response}\n\n{reply}"
             else:
                 reply = response
             out.append({"role": "assistant", "content": reply})
+            note = self.turn_note(turn, t)
+            if note is not None:
+                out.append(note)
         for message in pending:
             out += [
                 {"role": "user", "content": inert_markdown(message)},
-                {"role": "assistant", "content": self.texts.queued},
+                {"role": "assistant", "content": t.queued},
             ]
         return out
 
-    def _render_tab(self, request: gr.Request | None) -> list[dict[str, str]]:
+    @staticmethod
+    def turn_note(turn: Turn, t: UITexts) -> dict[str, Any] | None:
+        """A collapsed Chatbot "thought" under a reply: the memories its prompt used (date,
+        kind, score, text) and, once the turn is in the store, "memory updated"; ``None`` while
+        there is nothing to say yet."""
+        if turn.temporary:
+            return {
+                "role": "assistant",
+                "content": "",
+                "metadata": {"title": t.temporary_turn, "status": "done"},
+            }
+        if turn.resumed or (not turn.used and not turn.stored):
+            return None
+        title = t.memories_used.replace("{n}", str(len(turn.used))) if turn.used else t.no_memories_used
+        metadata: dict[str, Any] = {"title": title, "status": "done"}
+        if turn.stored:
+            reinforced = t.reinforced.replace("{n}", str(turn.reinforced)) if turn.reinforced else ""
+            metadata["log"] = t.memory_updated + reinforced
+        lines = [
+            f"- **{m.date}** · {t.kinds.get(m.kind, m.kind)} · {t.score} {m.score:.2f}: "
+            f"{inert_markdown(_short(m.text, USED_TEXT_CHARS))}"
+            for m in turn.used
+        ]
+        return {"role": "assistant", "content": "\n".join(lines), "metadata": metadata}
+
+    def _render_tab(self, request: gr.Request | None) -> list[dict[str, Any]]:
         tab = self._tab(request)
-        return self.render(self._current(request), tab.queued())
+        return self.render(self._current(request), tab.queued(), self._t(request))
+
+    def model_notice(self, t: UITexts) -> str:
+        """Which model answers; for the packaged demo model, what it is, and for Chinese the
+        flags that start a real model."""
+        model = self.engine.model
+        parts = [t.model_line.replace("{model}", inert_markdown(model.display_name))]
+        if model.packaged:
+            parts.append(t.small_model_note)
+            if t is UI["zh"] or self.engine.language == "zh":
+                parts.append("\n\n" + t.chinese_notice)
+        return " ".join(parts)
 
     @staticmethod
     def _settings(
@@ -182,17 +282,32 @@ class WebApp:
             raise Refused(str(e)) from e
 
     # -- chat handlers ------------------------------------------------------------------------
-    def remember(self, name: str, request: gr.Request) -> tuple[Any, ...]:
+    def remember(
+        self,
+        name: str,
+        request: gr.Request,
+        progress: gr.Progress = gr.Progress(),  # noqa: B008
+    ) -> tuple[Any, ...]:
+        """Open the named user's session; returns (status, chatbot, name, name kept in the browser)."""
         try:
             user = self._user_for(name, request)
         except Refused as e:
             self._warn(str(e))
-            return gr.update(), gr.update(), gr.update()
+            return gr.update(), gr.update(), gr.update(), gr.update()
+        self._await_encoder(request, progress)
         tab = self._tab(request)
-        tab.session = self.engine.start(user)
-        if not tab.session.returning:
+        session = self._open(tab, user)
+        if not session.returning:
             self._hint_other_case(user)
-        return self._welcome(tab.session), self._render_tab(request), tab.session.user
+        return self._welcome(session, self._t(request)), self._render_tab(request), session.user, session.user
+
+    def _await_encoder(self, request: gr.Request | None, progress: Any) -> None:
+        """Wait for the warm-up, showing that the encoder loads (instead of a silent wait)."""
+        if self.ready.is_set():
+            return
+        if progress is not None:
+            progress(None, desc=self._t(request).loading_encoder)
+        self.ready.wait()
 
     def _hint_other_case(self, user: str) -> None:
         """Names are case-sensitive: say so when memories exist under another spelling ("frank"
@@ -206,16 +321,53 @@ class WebApp:
         if others:
             self._warn(self.texts.other_case.replace("{user}", user.strip()).replace("{other}", others[0]))
 
-    def on_load(self, request: gr.Request) -> tuple[Any, ...]:
-        """With login on: fill and lock the name box, open the signed-in user's session."""
-        if not self.auth:
-            return gr.update(), ""
+    def on_load(self, remembered: Any, request: gr.Request) -> tuple[Any, ...]:
+        """The page (re)loaded: reopen the user's session with their recent conversation. With
+        login on, the signed-in user (name box locked); without, the name this browser kept.
+        Returns (name box, status, chatbot)."""
+        t = self._t(request)
+        loading = "" if self.ready.is_set() else t.loading_encoder
+        tab = self._tab(request)
+        if self.auth:
+            try:
+                user = self._user_for(None, request)
+            except Refused as e:
+                self._warn(str(e))
+                return gr.update(), loading, gr.update()
+            session = tab.session if tab.session is not None else self._open(tab, user)
+            locked = gr.update(value=session.user, interactive=False)
+            return locked, self._welcome(session, t), self._render_tab(request)
+        if not isinstance(remembered, str) or not remembered.strip():
+            return gr.update(), loading, gr.update()
         try:
-            session = self._session(None, request)
-        except Refused as e:
-            self._warn(str(e))
-            return gr.update(), ""
-        return gr.update(value=session.user, interactive=False), self._welcome(session)
+            user = validate_user(remembered.strip())
+        except MemoryBankError:
+            return gr.update(), loading, gr.update()
+        if not self.engine.bank.has_user(user):  # forgotten meanwhile, or never stored a turn
+            return gr.update(), loading, gr.update()
+        session = self._open(tab, user)
+        return session.user, self._welcome(session, t), self._render_tab(request)
+
+    def set_temporary(self, on: bool, request: gr.Request) -> Any:
+        """Switch this tab's temporary chat on or off; returns the banner."""
+        tab = self._tab(request)
+        tab.temporary = bool(on)
+        if tab.session is not None:
+            tab.session.temporary = tab.temporary
+        return gr.update(value=self._t(request).temporary_on, visible=tab.temporary)
+
+    def set_language(self, language: str, request: gr.Request) -> list[Any]:
+        """Re-label the page in ``language``: every registered component, then the chat and the
+        status line (outputs: ``i18n.components`` + chatbot + status)."""
+        if language not in UI:
+            language = self.engine.language
+        tab = self._tab(request)
+        tab.language = language
+        t = ui_texts(language)
+        session = self._current(request)
+        status = self._welcome(session, t) if session is not None else gr.update()
+        chat = gr.update(value=self._render_tab(request), label=t.title)
+        return [*self.i18n.updates(t), chat, status]
 
     def on_unload(self, request: gr.Request) -> None:
         self.sessions.drop(request)
@@ -236,10 +388,16 @@ class WebApp:
             tab.leave(ticket)
             raise
         with tab.turn(ticket):
+            if tab.closed:  # the tab closed while this waited: never answered, never stored
+                logger.info("a queued message was dropped: its tab closed before its turn")
+                return
             try:
                 stream = start()
                 for _ in stream:
                     yield self._render_tab(request), gr.update()
+            except SessionEndedError:  # "Forget me" came first: nothing is stored under the user
+                self._warn(self._t(request).session_ended)
+                refused = True
             except MemoryBankError as e:  # refused before anything was stored (e.g. over the size limit)
                 self._warn(str(e))
                 refused = True
@@ -248,9 +406,13 @@ class WebApp:
         if refused:  # the message goes back into the box
             yield self._render_tab(request), gr.update() if message is None else message
             return
+        t = self._t(request)
         turn = session.turns[-1] if session.turns else None
         if turn is not None and turn.error and not turn.stopped:
-            self._warn(self.texts.model_failed.replace("{error}", turn.error))
+            self._warn(t.model_failed.replace("{error}", turn.error))
+        elif turn is not None and turn.stored:
+            reinforced = t.reinforced.replace("{n}", str(turn.reinforced)) if turn.reinforced else ""
+            gr.Info(t.memory_updated + reinforced)
         yield self._render_tab(request), gr.update()
 
     def send(
@@ -297,7 +459,8 @@ class WebApp:
             return
         tab = self._tab(request)
         if not session.turns or tab.busy():
-            gr.Info(self.texts.nothing_to_regenerate if not session.turns else self.texts.wait_for_reply)
+            t = self._t(request)
+            gr.Info(t.nothing_to_regenerate if not session.turns else t.wait_for_reply)
             yield self._render_tab(request), gr.update()
             return
         ticket = tab.enqueue(session.turns[-1].query, shown=False)  # the turn being redone
@@ -366,6 +529,7 @@ class WebApp:
         tabs = [t for t in self.sessions.of_user(user) if t.session is not None]
         for tab in tabs:  # stop replies of every tab of the user, and let them finish storing
             assert tab.session is not None
+            tab.session.ended = True  # messages still waiting are refused, never stored
             self.engine.stop(tab.session)
         for tab in tabs:
             assert tab.session is not None
@@ -376,65 +540,130 @@ class WebApp:
         self.downloads.drop_user(user)
         self.memory_tab.views.drop_user(user)
         logger.info("forgot a user at their request")
-        fresh = self.engine.start(user)
-        self._tab(request).session = fresh
-        status = self.texts.forgot.replace("{user}", inert_markdown(user.strip()))
-        return (status, [], *self.memory_tab.cleared(), False, gr.update(value="", visible=False), "")
+        tab = self._tab(request)
+        tab.session = self.engine.start(user)
+        tab.session.temporary = tab.temporary
+        status = self._t(request).forgot.replace("{user}", inert_markdown(user.strip()))
+        return (
+            status,
+            [],
+            *self.memory_tab.cleared(),
+            False,
+            gr.update(value="", visible=False),
+            "",
+            "",  # the name this browser kept
+        )
 
     # -- layout -------------------------------------------------------------------------------
     def build(self) -> gr.Blocks:
-        """The Blocks app (not launched)."""
-        t, s = self.texts, self.engine.settings
+        """The Blocks app (not launched). Components whose text follows the language switch
+        join ``self.i18n`` where they are made."""
+        t, s, tr = self.texts, self.engine.settings, self.i18n
         chat_limit: dict[str, Any] = {"concurrency_limit": self.concurrency, "concurrency_id": "reply"}
         with gr.Blocks(title="SiliconFriend", analytics_enabled=False) as demo:
-            gr.Markdown(f"# {t.title}\n{t.intro}")
+            remembered = gr.BrowserState("", storage_key="siliconfriend-name")
             with gr.Row():
-                name = gr.Textbox(
-                    label=t.name_label, placeholder=t.name_placeholder, scale=3, elem_id="sf-name"
+                tr.add(gr.Markdown(f"# {t.title}\n{t.intro}"), value=lambda t: f"# {t.title}\n{t.intro}")
+                language = tr.add(
+                    gr.Radio(
+                        choices=[(label, code) for label, code in LANGUAGES],
+                        value=self.engine.language if self.engine.language in UI else "en",
+                        label=t.language_label,
+                        scale=0,
+                        min_width=180,
+                        elem_id="sf-language",
+                    ),
+                    label="language_label",
                 )
-                remember = gr.Button(t.remember, variant="secondary", scale=1, elem_id="sf-remember")
+            tr.add(gr.Markdown(self.model_notice(t), elem_id="sf-model"), value=self.model_notice)
+            with gr.Row():
+                name = tr.add(
+                    gr.Textbox(
+                        label=t.name_label, placeholder=t.name_placeholder, scale=3, elem_id="sf-name"
+                    ),
+                    label="name_label",
+                    placeholder="name_placeholder",
+                )
+                remember = tr.add(
+                    gr.Button(t.remember, variant="secondary", scale=1, elem_id="sf-remember"),
+                    value="remember",
+                )
+                temporary = tr.add(
+                    gr.Checkbox(label=t.temporary_label, value=False, scale=1, elem_id="sf-temporary"),
+                    label="temporary_label",
+                )
             status = gr.Markdown(elem_id="sf-status")
+            temporary_banner = tr.add(
+                gr.Markdown(t.temporary_on, visible=False, elem_id="sf-temporary-banner"),
+                value="temporary_on",
+            )
             with gr.Tabs():
-                with gr.Tab(t.chat_tab, id="chat"):
+                with tr.add(gr.Tab(t.chat_tab, id="chat"), label="chat_tab"):
                     chatbot = gr.Chatbot(
                         label=t.title, elem_id="sf-chatbot", height=460, buttons=["copy", "copy_all"]
                     )
                     with gr.Row():
-                        message = gr.Textbox(
-                            label=t.message_label,
-                            placeholder=t.message_placeholder,
-                            scale=5,
-                            elem_id="sf-message",
+                        message = tr.add(
+                            gr.Textbox(
+                                label=t.message_label,
+                                placeholder=t.message_placeholder,
+                                scale=5,
+                                elem_id="sf-message",
+                            ),
+                            label="message_label",
+                            placeholder="message_placeholder",
                         )
-                        send = gr.Button(t.send, variant="primary", scale=1, elem_id="sf-send")
-                        stop = gr.Button(t.stop, variant="stop", scale=1, elem_id="sf-stop")
+                        send = tr.add(
+                            gr.Button(t.send, variant="primary", scale=1, elem_id="sf-send"), value="send"
+                        )
+                        stop = tr.add(
+                            gr.Button(t.stop, variant="stop", scale=1, elem_id="sf-stop"), value="stop"
+                        )
                     with gr.Row():
-                        new = gr.Button(t.new_conversation, elem_id="sf-new")
-                        regen = gr.Button(t.regenerate, elem_id="sf-regenerate")
-                        remove = gr.Button(t.remove_last, elem_id="sf-remove")
-                        summarize = gr.Button(t.summarize, elem_id="sf-summarize")
-                    summary = gr.Markdown(elem_id="sf-summary")
-                    with gr.Accordion(t.settings, open=False):
-                        temperature = gr.Slider(0.0, 2.0, value=s.temperature, step=0.05, label=t.temperature)
-                        top_p = gr.Slider(0.05, 1.0, value=s.top_p, step=0.05, label=t.top_p)
-                        max_tokens = gr.Slider(
-                            16, 2048, value=s.max_new_tokens, step=16, label=t.max_new_tokens
+                        new = tr.add(
+                            gr.Button(t.new_conversation, elem_id="sf-new"), value="new_conversation"
                         )
-                        top_k = gr.Slider(0, max(10, s.top_k), value=s.top_k, step=1, label=t.top_k)
-                with gr.Tab(t.memories_tab, id="memories") as memories_tab:
+                        regen = tr.add(gr.Button(t.regenerate, elem_id="sf-regenerate"), value="regenerate")
+                        remove = tr.add(gr.Button(t.remove_last, elem_id="sf-remove"), value="remove_last")
+                        summarize = tr.add(gr.Button(t.summarize, elem_id="sf-summarize"), value="summarize")
+                    summary = gr.Markdown(elem_id="sf-summary")
+                    with tr.add(gr.Accordion(t.settings, open=False), label="settings"):
+                        temperature = tr.add(
+                            gr.Slider(0.0, 2.0, value=s.temperature, step=0.05, label=t.temperature),
+                            label="temperature",
+                        )
+                        top_p = tr.add(
+                            gr.Slider(0.05, 1.0, value=s.top_p, step=0.05, label=t.top_p), label="top_p"
+                        )
+                        max_tokens = tr.add(
+                            gr.Slider(16, 2048, value=s.max_new_tokens, step=16, label=t.max_new_tokens),
+                            label="max_new_tokens",
+                        )
+                        top_k = tr.add(
+                            gr.Slider(0, max(10, s.top_k), value=s.top_k, step=1, label=t.top_k),
+                            label="top_k",
+                        )
+                with tr.add(gr.Tab(t.memories_tab, id="memories"), label="memories_tab") as memories_tab:
                     memory_outputs = self.memory_tab.build(name, chatbot, memories_tab)
-                    export = gr.Button(t.export, elem_id="sf-export")
+                    export = tr.add(gr.Button(t.export, elem_id="sf-export"), value="export")
                     export_link = gr.Markdown(visible=False, elem_id="sf-export-link")
                     with gr.Row():
-                        confirm = gr.Checkbox(
-                            label=t.forget_confirm, value=False, elem_id="sf-forget-confirm"
+                        confirm = tr.add(
+                            gr.Checkbox(label=t.forget_confirm, value=False, elem_id="sf-forget-confirm"),
+                            label="forget_confirm",
                         )
-                        forget = gr.Button(t.forget_me, variant="stop", elem_id="sf-forget")
+                        forget = tr.add(
+                            gr.Button(t.forget_me, variant="stop", elem_id="sf-forget"), value="forget_me"
+                        )
 
             sliders = [temperature, top_p, max_tokens, top_k]
             quiet: dict[str, Any] = {"show_progress": "hidden"}
             remember_event = gr.on(
-                [remember.click, name.submit], self.remember, [name], [status, chatbot, name]
+                [remember.click, name.submit],
+                self.remember,
+                [name],
+                [status, chatbot, name, remembered],
+                show_progress_on=[status],
             )
             remember_event.then(self.memory_tab.memories, self.memory_tab.inputs, memory_outputs, **quiet)
             gr.on(
@@ -457,10 +686,12 @@ class WebApp:
             forget.click(
                 self.forget_me,
                 [name, confirm],
-                [status, chatbot, *memory_outputs, confirm, export_link, summary],
+                [status, chatbot, *memory_outputs, confirm, export_link, summary, remembered],
                 **quiet,
             )
-            demo.load(self.on_load, None, [name, status])
+            temporary.change(self.set_temporary, [temporary], [temporary_banner], **quiet)
+            language.change(self.set_language, [language], [*tr.components, chatbot, status], **quiet)
+            demo.load(self.on_load, [remembered], [name, status, chatbot])
             demo.unload(self.on_unload)
             demo.unload(self.memory_tab.on_unload)
         return demo

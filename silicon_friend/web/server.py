@@ -78,6 +78,7 @@ def serve(
     if share:
         logger.warning("--share: Gradio opens a public link to this app")
     web = WebApp(engine, auth=bool(credentials), concurrency=concurrency)
+    web.start_warm_up()  # the encoder loads while the page opens, not in the first "Remember Me"
     demo = web.build()
     demo.queue(default_concurrency_limit=16)
     policy = host_policy(host, allowed_hosts, share=share)

@@ -26,11 +26,14 @@ from silicon_friend.engine import Session
 
 @dataclasses.dataclass
 class WebSession:
-    """One browser tab: its conversation (``session``, ``None`` until a name is given) and the
-    messages waiting for a reply, in order."""
+    """One browser tab: its conversation (``session``, ``None`` until a name is given), the
+    messages waiting for a reply, in order, and the tab's language and temporary-chat switch."""
 
     session: Session | None = None
     waiting: list[tuple[int, str]] = dataclasses.field(default_factory=list)
+    language: str | None = None  # the tab's UI language (None: the app's)
+    temporary: bool = False  # temporary chat switched on in this tab
+    closed: bool = False  # the tab was closed: messages still waiting are dropped, unanswered
     _next: int = 0
     _serving: int = 0
     _skipped: set[int] = dataclasses.field(default_factory=set)
@@ -117,9 +120,11 @@ class SessionRegistry:
             return item
 
     def drop(self, request: Any) -> None:
-        """The tab was closed."""
+        """The tab was closed: its messages still waiting will not be answered (``closed``)."""
         with self._lock:
-            self._items.pop(self.key(request), None)
+            item = self._items.pop(self.key(request), None)
+        if item is not None:
+            item.closed = True
 
     def of_user(self, user: str) -> list[WebSession]:
         """Every tab whose conversation is ``user``'s."""

@@ -1,4 +1,5 @@
-"""Every string the web app shows, one table per language."""
+"""Every string the web app shows, one table per language (the language switch,
+:mod:`silicon_friend.web.i18n`, picks one per browser tab)."""
 
 from __future__ import annotations
 
@@ -56,6 +57,21 @@ class UITexts:
     export_ready: str
     other_case: str
     columns: tuple[str, ...]
+    language_label: str
+    model_line: str
+    small_model_note: str
+    chinese_notice: str
+    temporary_label: str
+    temporary_on: str
+    memories_used: str
+    no_memories_used: str
+    memory_updated: str
+    reinforced: str
+    temporary_turn: str
+    score: str
+    kinds: dict[str, str]
+    loading_encoder: str
+    session_ended: str
 
 
 UI: dict[str, UITexts] = {
@@ -106,6 +122,36 @@ UI: dict[str, UITexts] = {
         export_ready="[⬇ Download {file}]({link}) (only for you; the link works for 10 minutes).",
         other_case="Names are case-sensitive: “{user}” has no memories yet, but “{other}” does. Did you mean “{other}”?",
         columns=("id", "kind", "date", "text", "strength", "retention", "last recall", "forgotten"),
+        language_label="Language",
+        model_line="🤖 Replies come from **{model}**.",
+        small_model_note=(
+            "It is the packaged **135M-parameter, English-only demo model**: it runs offline on any CPU "
+            "and shows the memory working, but it often gets facts wrong."
+        ),
+        chinese_notice=(
+            "⚠️ The offline demo model cannot chat in Chinese. Start SiliconFriend with a real model: "
+            "`silicon-friend web --language zh` plus one of "
+            "`--llm openai:MODEL@http://127.0.0.1:8080/v1` (any OpenAI-compatible server: llama.cpp, vLLM, Ollama), "
+            "`--llm llamacpp:/path/to/model.gguf` (a local GGUF), or ChatGLM/BELLE with a LoRA adapter "
+            "`--llm hf:/path/to/chatglm-6b+/path/to/adapter`."
+        ),
+        temporary_label="Temporary chat (pause memory)",
+        temporary_on="🕶 **Temporary chat**: I neither read nor write memories until you switch it off.",
+        memories_used="🧠 Memories used ({n})",
+        no_memories_used="🧠 No memories used",
+        memory_updated="✓ memory updated: this turn was stored",
+        reinforced="; {n} recalled memories strengthened",
+        temporary_turn="🕶 temporary chat: nothing read or stored",
+        score="score",
+        kinds={
+            "turn": "dialog turn",
+            "daily_summary": "daily summary",
+            "daily_personality": "daily personality",
+            "global_summary": "global event summary",
+            "global_portrait": "global portrait",
+        },
+        loading_encoder="⏳ Loading the memory encoder (only after a start)…",
+        session_ended="Your memories were deleted: this message was not sent. Enter your name to start again.",
     ),
     "zh": UITexts(
         title="硅基朋友 SiliconFriend",
@@ -154,8 +200,39 @@ UI: dict[str, UITexts] = {
         export_ready="[⬇ 下载 {file}]({link})（仅限你本人，链接 10 分钟内有效）。",
         other_case="名字区分大小写：“{user}”还没有记忆，但“{other}”有。你是想用“{other}”吗？",
         columns=("编号", "类型", "日期", "内容", "强度", "保持率", "上次回忆", "已遗忘"),
+        language_label="语言",
+        model_line="🤖 回复来自 **{model}**。",
+        small_model_note="这是内置的 **1.35 亿参数、仅支持英文的演示模型**：它能在任何 CPU 上离线运行，用来展示记忆功能，但常常答错事实。",
+        chinese_notice=(
+            "⚠️ 离线演示模型不能用中文聊天。请用真正的模型启动硅基朋友："
+            "`silicon-friend web --language zh`，再加上其中之一："
+            "`--llm openai:MODEL@http://127.0.0.1:8080/v1`（任何 OpenAI 兼容的服务：llama.cpp、vLLM、Ollama）、"
+            "`--llm llamacpp:/path/to/model.gguf`（本地 GGUF 模型），或带 LoRA 适配器的 ChatGLM/BELLE："
+            "`--llm hf:/path/to/chatglm-6b+/path/to/adapter`。"
+        ),
+        temporary_label="临时对话（暂停记忆）",
+        temporary_on="🕶 **临时对话**：在你关闭它之前，我既不读取也不写入任何记忆。",
+        memories_used="🧠 用到的记忆（{n}）",
+        no_memories_used="🧠 没有用到记忆",
+        memory_updated="✓ 记忆已更新：这一轮对话已保存",
+        reinforced="；{n} 条被回忆的记忆得到加强",
+        temporary_turn="🕶 临时对话：没有读取或保存任何内容",
+        score="相关度",
+        kinds={
+            "turn": "对话",
+            "daily_summary": "每日总结",
+            "daily_personality": "每日性格",
+            "global_summary": "全局事件总结",
+            "global_portrait": "全局画像",
+        },
+        loading_encoder="⏳ 正在加载记忆编码器（仅在启动后第一次）……",
+        session_ended="你的记忆已被删除：这条消息没有发送。请输入名字重新开始。",
     ),
 }
+
+
+#: The language switch's choices: (shown name, language code).
+LANGUAGES = (("English", "en"), ("中文", "zh"))
 
 
 def ui_texts(language: str) -> UITexts:

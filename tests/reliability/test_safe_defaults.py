@@ -221,7 +221,7 @@ def test_with_login_each_user_only_ever_opens_their_own_memories(engine) -> None
     app = WebApp(engine, auth=True)
     ann = gr.Request(username="Ann", session_hash="tab")
     # The name box says Bob, but the login is Ann: everything happens as Ann.
-    _status, _, name = app.remember("Bob", ann)
+    _status, _, name, _kept = app.remember("Bob", ann)
     assert app.sessions.get(ann).session.user == "Ann" and name == "Ann"
     for _ in app.send("Ann's note ANNSAFE", "Bob", 0.7, 0.9, 64, 5, ann):
         pass

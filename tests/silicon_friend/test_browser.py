@@ -222,6 +222,8 @@ def test_make_run_serves_the_offline_default_model(browser, tmp_path) -> None:  
             page = chat_in_browser(browser, url + "/", "en", "Emily", messages, turns, 180, "smollm2_en")
             stored = reader.history("Emily")
             assert len(stored) == 2 and all(m.response for m in stored)  # both replies came from SmolLM2
+            banner = page.locator("#sf-model").inner_text()  # which model answers, and what it is
+            assert "SmolLM2-135M-Instruct" in banner and "English-only demo model" in banner
             page.close()
     finally:
         proc.terminate()

@@ -94,3 +94,20 @@ def test_the_encoder_prints_no_loading_progress_bar(capfd) -> None:  # type: ign
     SentenceTransformerEncoder(str(gt.get_model_path()), name="minilm").encode(["hello"])
     out, err = capfd.readouterr()
     assert "Loading weights" not in out + err
+
+
+def test_why_lists_the_memories_the_last_reply_used(engine) -> None:  # type: ignore[no-untyped-def]
+    engine.bank.add_turn("Emily", "I adopted a cat named Miso.", "Lovely!", at="2023-04-28T10:00")
+    text = drive(engine, ["/why", "Do you remember my cat Miso?", "/why"])
+    before, after = text.split("SiliconFriend: Echo: Do you remember my cat Miso?")
+    assert "(the last reply used no memories)" in before
+    assert "Memories the last reply used:" in after and "2023-04-28" in after and "Miso" in after
+    assert "memory updated: that turn was stored; 1 recalled memories strengthened" in after
+
+
+def test_temporary_pauses_memory_until_typed_again(engine, echo) -> None:  # type: ignore[no-untyped-def]
+    engine.bank.add_turn("Emily", "I adopted a cat named Miso.", "Lovely!", at="2023-04-28T10:00")
+    text = drive(engine, ["/temporary", "my cat Miso?", "/temporary", "stored now"])
+    assert "temporary chat: I neither read nor write memories" in text and "temporary chat is off" in text
+    assert "Miso" not in str(echo.calls[0]["messages"][0].content)  # nothing read
+    assert [m.query for m in engine.bank.history("Emily")] == ["I adopted a cat named Miso.", "stored now"]

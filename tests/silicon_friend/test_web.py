@@ -23,6 +23,11 @@ def send(app: WebApp, message: str, name: str = "Emily", request=ANON):  # type:
     return outputs[-1]
 
 
+def said(chatbot):  # type: ignore[no-untyped-def]
+    """The messages of a rendered chat, without the notes under replies ("memories used")."""
+    return [m for m in chatbot if "metadata" not in m]
+
+
 def session_of(app: WebApp, request=ANON):  # type: ignore[no-untyped-def]
     return app.sessions.get(request).session
 
@@ -46,18 +51,18 @@ def test_gradio_6_history_is_normalised() -> None:
 
 def test_remember_me_then_two_messages(engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(engine)
-    status, chatbot, name = app.remember("  Emily ", ANON)
-    assert "Welcome, **Emily**" in status and chatbot == [] and name == "Emily"
+    status, chatbot, name, kept = app.remember("  Emily ", ANON)
+    assert "Welcome, **Emily**" in status and chatbot == [] and name == kept == "Emily"
     send(app, "I adopted a cat named Miso.")
     chatbot, _ = send(app, "What is my cat called?")
-    assert [m["content"] for m in chatbot] == [
+    assert [m["content"] for m in said(chatbot)] == [
         "I adopted a cat named Miso.",
         "Echo: I adopted a cat named Miso.",
         "What is my cat called?",
         "Echo: What is my cat called?",
     ]
     assert len(engine.bank.history("Emily")) == 2
-    status, _, _ = app.remember("Emily", ANON)
+    status, *_ = app.remember("Emily", ANON)
     assert "Welcome back, **Emily**" in status
 
 
@@ -65,7 +70,7 @@ def test_streaming_yields_partial_replies(make_engine) -> None:  # type: ignore[
     app = WebApp(make_engine())
     outputs = list(app.send("one two three", "Emily", *SLIDERS, ANON))
     assert outputs[0][0][-1]["content"] == "⏳ Queued: I will answer this after the current reply."
-    partials = [o[0][-1]["content"] for o in outputs[1:]]
+    partials = [said(o[0])[-1]["content"] for o in outputs[1:]]
     assert partials[0].strip() == "Echo:" and partials[-1] == "Echo: one two three"
 
 
@@ -91,8 +96,8 @@ def test_failed_reply_is_shown_and_the_message_kept(make_engine) -> None:  # typ
     app = WebApp(make_engine(EchoChatModel(mode="error")))
     with pytest.warns(UserWarning):  # gr.Warning outside a request
         chatbot, _ = send(app, "Are you there?")
-    assert chatbot[-1]["content"].startswith("⚠️ The model failed to reply")
-    assert "Your message was saved" in chatbot[-1]["content"]
+    assert said(chatbot)[-1]["content"].startswith("⚠️ The model failed to reply")
+    assert "Your message was saved" in said(chatbot)[-1]["content"]
     assert app.engine.bank.history("Emily")[0].query == "Are you there?"
 
 
@@ -103,8 +108,8 @@ def test_regenerate_remove_new_conversation(make_engine) -> None:  # type: ignor
     send(app, "second")
     model.prefix = "Again:"
     *_, (chatbot, _) = app.regenerate("Emily", *SLIDERS, ANON)
-    assert chatbot[-1]["content"] == "Again: second" and len(app.engine.bank.history("Emily")) == 2
-    assert [m["content"] for m in app.remove_last(ANON)] == ["first", "Echo: first"]
+    assert said(chatbot)[-1]["content"] == "Again: second" and len(app.engine.bank.history("Emily")) == 2
+    assert [m["content"] for m in said(app.remove_last(ANON))] == ["first", "Echo: first"]
     assert app.new_conversation(ANON) == [] and session_of(app).turns == []
     assert len(app.engine.bank.history("Emily")) == 1
 
@@ -116,7 +121,7 @@ def test_stop_button_stops_the_reply(make_engine) -> None:  # type: ignore[no-un
     next(stream), next(stream), next(stream)
     app.stop(ANON)
     *_, (chatbot, _) = stream
-    assert chatbot[-1]["content"].endswith("⏹ (stopped)") and session_of(app).turns[-1].stopped
+    assert said(chatbot)[-1]["content"].endswith("⏹ (stopped)") and session_of(app).turns[-1].stopped
 
 
 def test_a_message_sent_while_a_reply_streams_waits_its_turn(make_engine) -> None:  # type: ignore[no-untyped-def]
@@ -133,7 +138,7 @@ def test_a_message_sent_while_a_reply_streams_waits_its_turn(make_engine) -> Non
     deadline = time.monotonic() + 5
     while "and me?" not in app.sessions.get(ANON).queued() and time.monotonic() < deadline:
         time.sleep(0.01)
-    chat = [m["content"] for m in next(first)[0]]
+    chat = [m["content"] for m in said(next(first)[0])]
     assert chat[-2:] == ["and me?", "⏳ Queued: I will answer this after the current reply."]
     list(first)
     second.join(10)
@@ -164,7 +169,7 @@ def test_memory_tab_delete_export_and_forget_me(engine) -> None:  # type: ignore
     assert out[4].axes
     app.memory_tab.select("Emily", gr.SelectData(None, {"index": [0, 2], "value": ""}), ANON)
     *_, chatbot = app.memory_tab.delete("Emily", *FORM, ANON)
-    assert len(memory_table(app)) == 1 and len(chatbot) == 2 and len(engine.bank.history("Emily")) == 1
+    assert len(memory_table(app)) == 1 and len(said(chatbot)) == 2 and len(engine.bank.history("Emily")) == 1
     link = app.export("Emily", ANON)
     token = link["value"].split("sf-export/", 1)[1].split(")", 1)[0]
     item = app.downloads.get(token, None)
@@ -188,7 +193,7 @@ def test_with_login_the_signed_in_name_is_the_memory_user(engine) -> None:  # ty
         gr.Request(username="nora", session_hash="t"),
     )
     engine.bank.add_turn("nora", "my secret diary", "safe with me")
-    name_update, status = app.on_load(emily)
+    name_update, status, _ = app.on_load("", emily)
     assert (
         name_update["value"] == "emily" and name_update["interactive"] is False and "Signed in as" in status
     )
@@ -214,7 +219,7 @@ def test_many_browser_sessions_at_once(make_engine) -> None:  # type: ignore[no-
             app.remember(user, tab)
             for j in range(3):
                 chatbot, _ = send(app, f"{user} says {j}", name=user, request=tab)
-                assert chatbot[-1]["content"] == f"Echo: {user} says {j}"
+                assert said(chatbot)[-1]["content"] == f"Echo: {user} says {j}"
             assert len(session_of(app, tab).turns) == 3
         except BaseException as e:
             errors.append(e)
@@ -276,7 +281,7 @@ def test_a_name_in_another_case_is_pointed_out(engine) -> None:  # type: ignore[
     engine.bank.add_turn("Frank", "I love sailing.", "Nice!")
     app = WebApp(engine)
     with pytest.warns(UserWarning, match="case-sensitive.*Frank"):
-        status, _, _ = app.remember("frank", ANON)
+        status, *_ = app.remember("frank", ANON)
     assert "first conversation" in status
     with warnings_none():
         app.remember("Frank", ANON)

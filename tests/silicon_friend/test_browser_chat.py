@@ -1,0 +1,149 @@
+"""The chat side in a real headless Chromium, in English and Chinese: "memories used" under a
+reply (collapsed until opened) and "memory updated", the temporary chat, the language switch, a
+reload that shows the recent conversation, Stop, and messages sent while a reply streams.
+
+Screenshots go to ``$TEST_ARTIFACTS`` (default ``./artifacts``); skipped like test_browser.py when
+Chromium or playwright is missing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from silicon_friend.web.texts import ui_texts
+from tests.silicon_friend.fakes import EchoChatModel
+from tests.silicon_friend.test_browser import artifacts, browser, served, wait_until  # noqa: F401
+
+pytestmark = pytest.mark.browser
+
+CASES = {
+    "en": ("Emily", "I adopted a cat named Miso.", "Do you remember my cat Miso?"),
+    "zh": ("小明", "我今天养了一只猫，叫咪咪。", "你还记得我的猫咪咪吗？"),
+}
+
+
+def chat_text(page: Any) -> str:
+    return str(page.locator("#sf-chatbot").inner_text())
+
+
+def wait_chat(page: Any, text: str, timeout: float = 20_000) -> None:
+    page.wait_for_function(
+        "m => (document.querySelector('#sf-chatbot')?.innerText || '').includes(m)", arg=text, timeout=timeout
+    )
+
+
+def open_as(browser: Any, url: str, name: str, language: str, context: Any = None) -> Any:  # noqa: F811
+    t = ui_texts(language)
+    page = (context or browser).new_page(viewport={"width": 1100, "height": 1000})
+    page.goto(url, wait_until="load")
+    page.locator("#sf-name textarea, #sf-name input").first.fill(name)
+    page.get_by_role("button", name=t.remember, exact=True).click()
+    page.wait_for_function("n => document.querySelector('#sf-status').innerText.includes(n)", arg=name)
+    return page
+
+
+def say(page: Any, message: str) -> None:
+    page.locator("#sf-message textarea").fill(message)
+    page.locator("#sf-message textarea").press("Enter")
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_memories_used_are_shown_collapsed_with_memory_updated(browser, served, language) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    t = ui_texts(language)
+    name, fact, question = CASES[language]
+    url, engine = served(language)
+    engine.bank.add_turn(name, fact, "❤", at="2023-04-28T10:00")
+    page = open_as(browser, url, name, language)
+    assert fact in chat_text(page)  # the recent conversation is shown again...
+    page.locator("#sf-new").click()  # ...and a new one starts: the fact is now a memory to recall
+    page.wait_for_function("f => !document.querySelector('#sf-chatbot').innerText.includes(f)", arg=fact)
+    say(page, question)
+    title = t.memories_used.replace("{n}", "1")
+    wait_chat(page, f"Echo: {question}")
+    wait_chat(page, t.memory_updated)  # shown once the turn is in the store
+    assert len(engine.bank.history(name)) == 2
+    assert chat_text(page).count(t.memory_updated) == 1  # the resumed turn claims nothing
+    text = chat_text(page)
+    assert title in text and "2023-04-28" not in text  # collapsed: only the title line shows
+    page.get_by_text(title).click()
+    wait_chat(page, "2023-04-28")
+    assert fact in chat_text(page) and t.kinds["turn"] in chat_text(page)
+    page.wait_for_timeout(300)
+    shot = artifacts() / f"browser_memories_used_{language}.png"
+    page.locator("#sf-chatbot").screenshot(path=str(shot))
+    page.close()
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_temporary_chat_is_shown_and_stores_nothing(browser, served, language) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    t = ui_texts(language)
+    name, fact, question = CASES[language]
+    url, engine = served(language)
+    engine.bank.add_turn(name, fact, "❤", at="2023-04-28T10:00")
+    page = open_as(browser, url, name, language)
+    page.locator("#sf-new").click()
+    page.get_by_label(t.temporary_label).check()
+    page.wait_for_selector("#sf-temporary-banner", state="visible")
+    assert "🕶" in page.locator("#sf-temporary-banner").inner_text()
+    say(page, question)
+    wait_chat(page, t.temporary_turn)
+    assert fact not in " ".join(str(m["messages"]) for m in engine.model.chat_model.calls)  # nothing read
+    assert len(engine.bank.history(name)) == 1  # nothing written
+    page.get_by_label(t.temporary_label).uncheck()
+    page.wait_for_selector("#sf-temporary-banner", state="hidden")
+    say(page, "and now for real")
+    wait_until(lambda: len(engine.bank.history(name)) == 2, 20, "the turn to be stored")
+    page.close()
+
+
+@pytest.mark.parametrize(("start", "switch"), [("en", "zh"), ("zh", "en")])
+def test_the_language_switch_relabels_the_page(browser, served, start, switch) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    before, after = ui_texts(start), ui_texts(switch)
+    name = CASES[start][0]
+    url, _ = served(start)
+    page = open_as(browser, url, name, start)
+    say(page, "hello")
+    wait_chat(page, before.memory_updated)
+    page.get_by_text("中文" if switch == "zh" else "English", exact=True).click()
+    page.get_by_role("button", name=after.send, exact=True).wait_for(timeout=10_000)
+    for label in (after.remember, after.stop, after.new_conversation, after.regenerate, after.summarize):
+        assert page.get_by_role("button", name=label, exact=True).count() == 1
+    assert page.get_by_role("tab", name=after.memories_tab).count() == 1
+    assert page.get_by_role("button", name=before.send, exact=True).count() == 0
+    wait_chat(page, after.memory_updated)  # the notes under replies too
+    page.screenshot(path=str(artifacts() / f"browser_language_{start}_to_{switch}.png"), full_page=True)
+    page.close()
+
+
+def test_a_reload_shows_the_recent_conversation(browser, served) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    url, _ = served("en")
+    page = open_as(browser, url, "Emily", "en")
+    for message in ("first thing", "second thing"):
+        say(page, message)
+        wait_chat(page, f"Echo: {message}")
+    page.reload(wait_until="load")
+    wait_chat(page, "Echo: second thing")
+    assert "Echo: first thing" in chat_text(page)
+    assert "Emily" in page.locator("#sf-status").inner_text()
+    page.close()
+
+
+def test_stop_is_calm_and_a_message_sent_while_streaming_is_answered(browser, served) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    t = ui_texts("en")
+    words = " ".join(f"w{i}" for i in range(60))
+    url, engine = served("en", EchoChatModel(reply=words, delay=0.1))
+    page = open_as(browser, url, "Emily", "en")
+    say(page, "tell me a long story")
+    wait_chat(page, "w3")
+    say(page, "and this one too")  # sent while the reply streams
+    wait_chat(page, t.queued)
+    page.locator("#sf-stop").click()
+    stored = lambda: len(engine.bank.history("Emily")) if engine.bank.has_user("Emily") else 0  # noqa: E731
+    wait_until(lambda: stored() == 2, 30, "both turns to be stored")
+    wait_chat(page, t.stopped)
+    text = chat_text(page)
+    assert "failed" not in text and "⚠" not in text
+    assert [m.query for m in engine.bank.history("Emily")] == ["tell me a long story", "and this one too"]
+    page.close()

@@ -1,0 +1,205 @@
+"""The chat side of the web app (no browser): "memories used" and "memory updated" under each
+reply, the temporary chat, the language switch, the model notice, a reload, "Forget me" with a
+message still waiting, and the encoder warm-up."""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+
+import gradio as gr
+import pytest
+
+from memory_bank.llm import parse_llm_spec
+from silicon_friend.models import prepare_model
+from silicon_friend.web.app import WebApp
+from silicon_friend.web.i18n import Translations
+from silicon_friend.web.texts import UI, UITexts
+from tests.silicon_friend.fakes import EchoChatModel
+
+SLIDERS = (0.7, 0.9, 64, 2)
+ANON = gr.Request(session_hash="tab1")
+
+
+def notes(chatbot):  # type: ignore[no-untyped-def]
+    return [m for m in chatbot if "metadata" in m]
+
+
+def seed(app: WebApp) -> None:
+    app.engine.bank.add_turn("Emily", "I adopted a cat named Miso.", "Lovely!", at="2023-04-28T10:00")
+    app.engine.bank.add_turn("Emily", "I went hiking on Mount Tai.", "Sounds fun!", at="2023-04-29T10:00")
+
+
+def test_each_reply_shows_the_memories_it_used_collapsed(engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(engine)
+    seed(app)
+    outputs = list(app.send("Do you remember my cat Miso?", "Emily", 0.7, 0.9, 64, 1, ANON))
+    chatbot = outputs[-1][0]
+    (note,) = notes(chatbot)
+    assert chatbot.index(note) == len(chatbot) - 1  # right under the reply
+    assert note["metadata"]["title"] == "🧠 Memories used (1)" and note["metadata"]["status"] == "done"
+    assert "**2023-04-28** · dialog turn · score" in note["content"] and "Miso" in note["content"]
+    assert (
+        note["metadata"]["log"] == "✓ memory updated: this turn was stored; 1 recalled memories strengthened"
+    )
+    # While the reply streamed, the turn was not stored yet: no "memory updated" claimed.
+    streaming = [notes(o[0]) for o in outputs[1:-1] if o[0] and notes(o[0])]
+    assert streaming and all("log" not in n[0]["metadata"] for n in streaming)
+
+
+def test_a_reply_without_memories_still_says_it_was_stored(engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(engine)
+    chatbot = list(app.send("Hello there", "Emily", *SLIDERS, ANON))[-1][0]
+    (note,) = notes(chatbot)
+    assert note["metadata"]["title"] == "🧠 No memories used"
+    assert note["metadata"]["log"] == "✓ memory updated: this turn was stored"
+
+
+def test_temporary_chat_reads_and_writes_nothing_and_is_shown(engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(engine)
+    seed(app)
+    banner = app.set_temporary(True, ANON)
+    assert banner["visible"] is True and "Temporary chat" in banner["value"]
+    chatbot = list(app.send("Do you remember my cat Miso?", "Emily", *SLIDERS, ANON))[-1][0]
+    (note,) = notes(chatbot)
+    assert note["metadata"]["title"] == "🕶 temporary chat: nothing read or stored"
+    assert len(app.engine.bank.history("Emily")) == 2
+    assert app.set_temporary(False, ANON)["visible"] is False
+    list(app.send("now remember this", "Emily", *SLIDERS, ANON))
+    assert len(app.engine.bank.history("Emily")) == 3
+
+
+def test_the_language_switch_relabels_every_registered_component(engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(engine)
+    app.build()
+    zh = UI["zh"]
+    list(app.send("Hello there", "Emily", *SLIDERS, ANON))
+    *updates, chat, status = app.set_language("zh", ANON)
+    assert len(updates) == len(app.i18n.components) >= 20
+    shown = {v for u in updates for k, v in u.items() if k != "__type__"}
+    for text in (zh.send, zh.remember, zh.name_label, zh.chat_tab, zh.memories_tab, zh.temporary_label):
+        assert text in shown
+    assert not shown & {UI["en"].send, UI["en"].remember, UI["en"].name_label}
+    assert chat["label"] == zh.title and notes(chat["value"])[0]["metadata"]["title"] == "🧠 没有用到记忆"
+    assert "欢迎" in status
+    with pytest.warns(UserWarning, match="请先输入你的名字"):  # toasts follow the tab's language
+        list(app.send("hi", "", *SLIDERS, gr.Request(session_hash="tab1")))
+    other = gr.Request(session_hash="tab2")  # another tab keeps its own language
+    with pytest.warns(UserWarning, match="Please enter your name"):
+        list(app.send("hi", "", *SLIDERS, other))
+
+
+def test_every_ui_text_exists_in_both_languages() -> None:
+    for field in UITexts.__dataclass_fields__:
+        en, zh = getattr(UI["en"], field), getattr(UI["zh"], field)
+        assert en and zh, field
+        if isinstance(en, dict):
+            assert en.keys() == zh.keys()
+    with pytest.raises(KeyError, match="no UI text named 'sned'"):  # a typo fails when the page is built
+        Translations().add(object(), value="sned")
+
+
+def test_the_header_says_which_model_answers(bank) -> None:  # type: ignore[no-untyped-def]
+    from silicon_friend.engine import SiliconFriend
+
+    packaged = prepare_model(EchoChatModel(), spec=parse_llm_spec(None), context_tokens=2048)
+    app = WebApp(SiliconFriend(bank, packaged, language="en"))
+    en = app.model_notice(UI["en"])
+    assert "SmolLM2-135M-Instruct" in en and "English-only demo model" in en and "--llm" not in en
+    zh = app.model_notice(UI["zh"])  # Chinese: the demo cannot chat in it; the flags for a real model
+    for flag in (
+        "--llm openai:MODEL@http://127.0.0.1:8080/v1",
+        "--llm llamacpp:",
+        "--llm hf:",
+        "--language zh",
+    ):
+        assert flag in zh
+    real = WebApp(SiliconFriend(bank, prepare_model(EchoChatModel(), name="gpt-4o-mini"), language="zh"))
+    assert "gpt-4o-mini" in real.model_notice(UI["zh"]) and "演示" not in real.model_notice(UI["zh"])
+
+
+def test_a_reload_shows_the_recent_conversation(engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(engine)
+    for i in range(9):
+        list(app.send(f"message {i}", "Emily", *SLIDERS, ANON))
+    reloaded = gr.Request(session_hash="after-reload")
+    name, status, chatbot = app.on_load("Emily", reloaded)
+    said = [m["content"] for m in chatbot if "metadata" not in m]
+    window = engine.settings.history_turns
+    assert name == "Emily" and "Welcome back" in status
+    assert said[::2] == [f"message {i}" for i in range(9 - window, 9)]
+    assert app.on_load("Nobody", gr.Request(session_hash="x")) == (gr.update(), "", gr.update())
+    assert app.on_load("", gr.Request(session_hash="y")) == (gr.update(), "", gr.update())
+
+
+def test_a_message_waiting_when_forget_me_comes_is_not_stored(make_engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(make_engine(EchoChatModel(delay=0.05)))
+    first = app.send("one two three four five six seven", "Emily", *SLIDERS, ANON)
+    next(first), next(first), next(first)  # streaming
+    results: list[object] = []
+    caught: list[warnings.WarningMessage] = []
+
+    def later() -> None:
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            results.append(list(app.send("my secret", "Emily", *SLIDERS, ANON)))
+        caught.extend(got)
+
+    second = threading.Thread(target=later)
+    second.start()
+    deadline = time.monotonic() + 5
+    while "my secret" not in app.sessions.get(ANON).queued() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    done = threading.Thread(target=lambda: list(first))
+    done.start()
+    app.forget_me("Emily", True, ANON)
+    done.join(10)
+    second.join(10)
+    assert not app.engine.bank.has_user("Emily")  # the waiting message did not bring the user back
+    assert any("this message was not sent" in str(w.message) for w in caught)
+    assert results and results[0][-1][1] == "my secret"  # given back into the box, visibly
+
+
+def test_warm_up_loads_the_encoder_before_the_first_login(engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(engine)
+    release, encoded = threading.Event(), []
+    real = engine.bank.encoder
+
+    class SlowToLoad:  # an encoder that takes its time on first use, as a real one after a start
+        name, dim = real.name, real.dim
+
+        def encode(self, texts):  # type: ignore[no-untyped-def]
+            release.wait(10)
+            encoded.append(list(texts))
+            return real.encode(texts)
+
+    engine.bank._encoder = SlowToLoad()
+    thread = app.start_warm_up()
+    assert not app.ready.is_set()
+    assert (
+        app.on_load("", gr.Request(session_hash="t"))[1]
+        == "⏳ Loading the memory encoder (only after a start)…"
+    )
+    release.set()
+    thread.join(10)
+    assert app.ready.is_set() and encoded == [["warm up"]]
+
+
+def test_a_message_waiting_when_its_tab_closes_is_never_answered_nor_stored(make_engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(make_engine(EchoChatModel(delay=0.05)))
+    first = app.send("one two three four five six seven", "Emily", *SLIDERS, ANON)
+    next(first), next(first), next(first)  # streaming
+    results: list[object] = []
+    second = threading.Thread(target=lambda: results.append(list(app.send("lost?", "Emily", *SLIDERS, ANON))))
+    second.start()
+    deadline = time.monotonic() + 5
+    while "lost?" not in app.sessions.get(ANON).queued() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    app.on_unload(ANON)  # the tab closes
+    list(first)  # the reply that had started is finished...
+    second.join(10)
+    history = app.engine.bank.history("Emily")
+    assert [m.query for m in history] == ["one two three four five six seven"]  # ...and stored
+    assert history[0].response == "Echo: one two three four five six seven"
+    assert results  # the waiting one ended without a reply: it was only ever shown as queued
