@@ -484,7 +484,8 @@ class MemoryTab:
         """Lay the tab out inside the current ``gr.Tab`` and wire its events; returns the
         outputs the app's own events (Remember Me, Forget me) update."""
         t = self.texts
-        quiet: dict[str, Any] = {"show_progress": "hidden"}
+        # A filter changed while the last view is still being made is applied after it, not dropped.
+        quiet: dict[str, Any] = {"show_progress": "hidden", "trigger_mode": "always_last"}
         knows = gr.Markdown(elem_id="sf-knows")
         with gr.Row():
             new_memory = gr.Textbox(
