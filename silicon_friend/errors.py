@@ -28,3 +28,14 @@ class PromptTooLongError(ModelError, InvalidInputError):
 
 class NoSessionError(SiliconFriendError, InvalidInputError):
     """An action needs a user, but no one has said who they are yet."""
+
+
+class SummaryFailedError(SiliconFriendError):
+    """Some summaries could not be made (the others were); those keep their previous text.
+
+    ``profile`` holds the global layers as they are now, so a UI can show them with the error.
+    """
+
+    def __init__(self, message: str, *, profile: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.profile = profile or {}

@@ -56,6 +56,8 @@ class UITexts:
     export_ready: str
     other_case: str
     columns: tuple[str, ...]
+    summarizing: str
+    summary_failed: str
 
 
 UI: dict[str, UITexts] = {
@@ -106,6 +108,8 @@ UI: dict[str, UITexts] = {
         export_ready="[⬇ Download {file}]({link}) (only for you; the link works for 10 minutes).",
         other_case="Names are case-sensitive: “{user}” has no memories yet, but “{other}” does. Did you mean “{other}”?",
         columns=("id", "kind", "date", "text", "strength", "retention", "last recall", "forgotten"),
+        summarizing="Summarizing: step {done} of {total}",
+        summary_failed="Summarizing failed; your previous summaries are kept. ({error})",
     ),
     "zh": UITexts(
         title="硅基朋友 SiliconFriend",
@@ -154,6 +158,8 @@ UI: dict[str, UITexts] = {
         export_ready="[⬇ 下载 {file}]({link})（仅限你本人，链接 10 分钟内有效）。",
         other_case="名字区分大小写：“{user}”还没有记忆，但“{other}”有。你是想用“{other}”吗？",
         columns=("编号", "类型", "日期", "内容", "强度", "保持率", "上次回忆", "已遗忘"),
+        summarizing="正在总结：第 {done}/{total} 步",
+        summary_failed="总结失败，之前的总结都保留着。（{error}）",
     ),
 }
 
