@@ -69,6 +69,15 @@ class SummaryConfig(BaseModel):
         None, ge=16, description="tokens kept free for the answer; default: the model's max_tokens"
     )
     default_output_tokens: int = Field(400, ge=16)
+    max_output_tokens: int | None = Field(
+        200, ge=16, description="cap on each summary call's answer (a summary needs no more); None: no cap"
+    )
+    max_input_tokens: int | None = Field(
+        1200,
+        ge=64,
+        description="cap on the material of one call: longer days are summarised in parts "
+        "(a small model on a CPU answers a short prompt far sooner); None: the whole context",
+    )
     safety_tokens: int = Field(64, ge=0, description="margin for chat-template tokens and miscounts")
     max_summary_chars: int = Field(2000, ge=100, description="longer answers are cut at a sentence end")
     min_words: int = Field(3, ge=1, description="shorter answers count as junk (CJK: 2 chars per word)")

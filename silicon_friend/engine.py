@@ -38,7 +38,13 @@ from memory_bank.errors import InvalidInputError, MemoryBankError
 from memory_bank.records import SearchResult
 from memory_bank.text import validate_user
 from silicon_friend.budget import FittedPrompt, PromptPlan, fit_prompt
-from silicon_friend.errors import ModelError, NoSessionError, SessionEndedError, SiliconFriendError
+from silicon_friend.errors import (
+    ModelError,
+    NoSessionError,
+    SessionEndedError,
+    SiliconFriendError,
+    SummaryFailedError,
+)
 from silicon_friend.models import (
     LoadedModel,
     call_params,
@@ -430,11 +436,16 @@ class SiliconFriend:
             return turn
 
     # -- memory -------------------------------------------------------------------------------
-    def summarize(self, session: Session) -> dict[str, str]:
+    def summarize(
+        self, session: Session, *, progress: Callable[[int, int], None] | None = None
+    ) -> dict[str, str]:
         """Summarise the user's memories now, today included (the background scheduler only
         summarises finished days); returns the global layers.
 
-        Raises :class:`SiliconFriendError` when every summary failed.
+        ``progress(done, total)`` is called as each step (a day's layers, the global layers,
+        today) is done, so a UI can show how far it got. Raises :class:`SiliconFriendError`
+        when every summary failed, and :class:`SummaryFailedError` naming what failed when some
+        did (what was made is kept; a layer that failed keeps its previous text).
         """
         if self.summarizer is None:
             raise SiliconFriendError(
@@ -444,15 +455,34 @@ class SiliconFriend:
             raise InvalidInputError(f"{session.user!r} has no memories to summarise yet; chat first")
         now = self.clock()
         today = now.date().isoformat()
-        reports = [self.summarizer.summarize_user(session.user, now)]
-        if self.bank.history(session.user, date=today):
+        has_today = bool(self.bank.history(session.user, date=today))
+        total = len(self.summarizer.due_days(session.user, now)) + 1 + (2 if has_today else 0)
+        done = [0]
+
+        def step(n: int = 1) -> None:
+            done[0] = min(total, done[0] + n)
+            if progress is not None:
+                progress(done[0], total)
+
+        if progress is not None:
+            progress(0, total)
+        reports = [self.summarizer.summarize_user(session.user, now, progress=step)]
+        if has_today:
             reports.append(self.summarizer.summarize_day(session.user, today, force=False))
+            step()
             reports.append(self.summarizer.summarize_globals(session.user))
+            step()
         failed = [f for r in reports for f in r.failed]
         if failed and not any(r.written for r in reports):
             raise SiliconFriendError(f"summarising failed: {failed[0].error}")
         for f in failed:
             logger.warning("summary %s %s of %r failed: %s", f.kind, f.date or "", session.user, f.error)
+        if failed:
+            raise SummaryFailedError(
+                f"{len(failed)} of the summaries failed and kept their previous text "
+                f"(first: {failed[0].kind} {failed[0].date or ''}: {failed[0].error})",
+                profile=self.bank.profile(session.user),
+            )
         return self.bank.profile(session.user)
 
     def close(self) -> None:

@@ -37,3 +37,14 @@ class SessionEndedError(SiliconFriendError, InvalidInputError):
 class Refused(Exception):
     """A web-app action that cannot run as asked (no user, a bad filter); its message is shown
     as a toast and the page stays as it was."""
+
+
+class SummaryFailedError(SiliconFriendError):
+    """Some summaries could not be made (the others were); those keep their previous text.
+
+    ``profile`` holds the global layers as they are now, so a UI can show them with the error.
+    """
+
+    def __init__(self, message: str, *, profile: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.profile = profile or {}

@@ -189,14 +189,18 @@ class ReasonTexts:
     never_recalled: str
     fading: str
     forgets_on: str
+    overdue: str
     classes: Mapping[str, str]
 
 
-def fade_reason(why: Mapping[str, Any] | Explanation, texts: ReasonTexts, kind_name: str) -> str:
+def fade_reason(
+    why: Mapping[str, Any] | Explanation, texts: ReasonTexts, kind_name: str, today: str
+) -> str:
     """A short sentence saying why a memory is strong or fading, from :meth:`MemoryBank.explain`.
 
     The typed fields (recalls, the kind's time scale, the content class, retention, the
-    projected forgetting day) are put into words; a ``reason`` the explanation already carries
+    projected forgetting day, or that it is due at the next pass when that day is before
+    ``today``) are put into words; a ``reason`` the explanation already carries
     (a newer forgetting engine may give one) comes first.
     """
     if isinstance(why, Explanation):
@@ -227,7 +231,8 @@ def fade_reason(why: Mapping[str, Any] | Explanation, texts: ReasonTexts, kind_n
         )
     )
     if why.get("forgets_on"):
-        parts.append(texts.forgets_on.format(date=why["forgets_on"]))
+        due = str(why["forgets_on"])
+        parts.append((texts.overdue if due <= today else texts.forgets_on).format(date=due))
     return " ".join(parts)
 
 

@@ -18,6 +18,7 @@ from typing import TextIO
 
 from memory_bank.errors import MemoryBankError
 from silicon_friend.engine import SiliconFriend, Turn
+from silicon_friend.errors import SummaryFailedError
 from silicon_friend.memories import memory_rows
 
 
@@ -152,6 +153,9 @@ def run_chat(
         elif command == "/summarize":
             try:
                 profile = engine.summarize(session)
+            except SummaryFailedError as e:  # some were made: show them with the failure
+                out.write(f"[{e}]\n")
+                profile = e.profile
             except MemoryBankError as e:
                 out.write(f"[{e}]\n")
                 continue

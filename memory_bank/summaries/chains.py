@@ -178,4 +178,14 @@ def junk_reason(text: str, pack: LanguagePack, task: Task, min_words: int = 3) -
     speaker = re.compile(rf"^\s*(?:{re.escape(pack.user_label)}|{re.escape(pack.ai_label)})\s*[:：]", re.M)
     if len(speaker.findall(text)) >= 2:
         return "echoes the dialogue"
+    if pack.voice_start.match(text) or len(pack.you_words.findall(text)) >= 2:
+        return "speaks in the companion's voice to the user, not about them"
+    if task in _PERSONALITY_TASKS:
+        first = _sentences(text.splitlines()[0])[0]
+        if pack.pet_words.search(first) and not pack.user_words.search(first):
+            return "describes the user's pet, not the user"
     return None
+
+
+#: Tasks whose answer describes the user themself (a pet the user mentions must not become it).
+_PERSONALITY_TASKS = frozenset({Task.DAILY_PERSONALITY, Task.MERGE_PERSONALITY, Task.GLOBAL_PORTRAIT})

@@ -58,6 +58,14 @@ class LanguagePack:
     junk_markers: tuple[str, ...]
     #: share of CJK characters among letters an answer must reach (zh) or stay under (en)
     cjk_share: tuple[float, float]
+    #: the companion talking to the user ("That sounds lovely! You..."), not a summary about them:
+    #: an answer that starts like this, or addresses the user (``you_words``) twice, is refused
+    voice_start: re.Pattern[str]
+    you_words: re.Pattern[str]
+    #: animals a user tells about; a personality answer whose first sentence is about one and
+    #: not about the user (``user_words``) describes the pet, not the user, and is refused
+    pet_words: re.Pattern[str]
+    user_words: re.Pattern[str]
 
     def human_template(self, task: Task) -> str:
         return f"{self.instructions[task]}\n\n{self.headers[task]}\n{{content}}\n\n{self.cues[task]}{{retry_note}}"
@@ -78,7 +86,8 @@ _EN = LanguagePack(
             ),
             Task.DAILY_PERSONALITY: (
                 "Based on the following dialogue from {date}, please summarize the user's personality "
-                "traits and emotions. Write two or three short sentences about the user only."
+                "traits and emotions. Write two or three short sentences about the user only: a pet, friend "
+                "or relative the user talks about is not the user."
             ),
             Task.MERGE_EVENTS: (
                 "The following are summaries of consecutive parts of the dialogue from {date}. Combine "
@@ -98,8 +107,8 @@ _EN = LanguagePack(
             Task.GLOBAL_PORTRAIT: (
                 "The following are the user's exhibited personality traits and emotions throughout "
                 "multiple days ({period}). Please provide a highly concise and general summary of the "
-                "user's personality. Then add one sentence on how the AI companion should respond to "
-                "this user."
+                "user's personality (the user themself, not their pets, friends or family). Then add one "
+                "sentence on how the AI companion should respond to this user."
             ),
         }
     ),
@@ -148,6 +157,18 @@ _EN = LanguagePack(
     line_labels=re.compile(r"^(?:\d{4}-\d{2}-\d{2}(?: to \d{4}-\d{2}-\d{2})?|part \d+)\s*:\s*", re.I),
     junk_markers=("as an ai language model", "i'm sorry, but i can", "i cannot help", "i can't help with"),
     cjk_share=(0.0, 0.5),
+    voice_start=re.compile(
+        r"^\s*(?:i\b|i'm\b|i've\b|oh\b|wow\b|aww?\b|that's\b|that sounds\b|it sounds like you\b|"
+        r"sounds like you\b|thank you\b|thanks\b|you\b|you're\b|your\b|dear\b|hi\b|hello\b)",
+        re.I,
+    ),
+    you_words=re.compile(r"\b(?:you|your|you're|yours|yourself)\b", re.I),
+    pet_words=re.compile(
+        r"\b(?:cats?|kittens?|kitty|dogs?|pupp(?:y|ies)|pets?|parrots?|hamsters?|rabbits?|bunn(?:y|ies)|"
+        r"goldfish|turtles?|horses?)\b",
+        re.I,
+    ),
+    user_words=re.compile(r"\b(?:users?|they|them|their|she|he|her|his|themself|themselves)\b", re.I),
 )
 
 _ZH = LanguagePack(
@@ -157,7 +178,10 @@ _ZH = LanguagePack(
             Task.DAILY_EVENTS: (
                 "请总结以下{date}的对话内容中的事件和关键信息。保留用户提到的人名、地点、日期、数字、计划和喜好。写成一段简短的话。"
             ),
-            Task.DAILY_PERSONALITY: "请根据以下{date}的对话，总结用户的性格特点和情绪。只写两三句关于用户的简短描述。",
+            Task.DAILY_PERSONALITY: (
+                "请根据以下{date}的对话，总结用户的性格特点和情绪。只写两三句关于用户本人的简短描述："
+                "用户提到的宠物、朋友或家人不是用户。"
+            ),
             Task.MERGE_EVENTS: (
                 "以下是{date}对话中连续几个部分的总结。请把它们合并成一段关于当天事件和关键信息的总结，"
                 "保留人名、地点、日期、数字和计划，不要重复。"
@@ -169,8 +193,8 @@ _ZH = LanguagePack(
                 "以下是多天（{period}）的事件总结。请总结其中的事件和关键信息，按时间顺序写成一段简短的概述，并保留重要事件的日期。"
             ),
             Task.GLOBAL_PORTRAIT: (
-                "以下是用户在多天（{period}）中表现出的性格特点和情绪。请对用户的性格给出高度简洁、概括的总结，"
-                "然后用一句话说明AI伴侣应该如何回应这位用户。"
+                "以下是用户在多天（{period}）中表现出的性格特点和情绪。请对用户的性格给出高度简洁、概括的总结"
+                "（只写用户本人，不写其宠物、朋友或家人），然后用一句话说明AI伴侣应该如何回应这位用户。"
             ),
         }
     ),
@@ -214,6 +238,10 @@ _ZH = LanguagePack(
         "对不起，我不能",
     ),
     cjk_share=(0.3, 1.0),
+    voice_start=re.compile(r"^\s*(?:我(?!们的用户)|哇|哦|听起来|谢谢|你|亲爱的|你好)"),
+    you_words=re.compile("你|您"),
+    pet_words=re.compile("猫|狗|宠物|鹦鹉|仓鼠|兔子|金鱼|乌龟"),
+    user_words=re.compile("用户|他|她"),
 )
 
 #: The per-language table. Add a language by adding a pack here (and to ``Language`` in config).

@@ -145,8 +145,9 @@ class Summarizer:
         self.config = config or SummaryConfig()
         self.language = language or self.config.language or bank.config.language
         self.pack = language_pack(self.language)
+        cap = self.config.max_output_tokens
         self.chains = build_chains(
-            chat_model,
+            chat_model.bind(max_tokens=self._output_tokens()) if cap else chat_model,  # type: ignore[arg-type]
             self.pack.code,
             max_chars=self.config.max_summary_chars,
             min_words=self.config.min_words,
@@ -310,10 +311,11 @@ class Summarizer:
         return count_tokens(self.chat_model, text)
 
     def _output_tokens(self) -> int:
-        if self.config.output_tokens:
-            return self.config.output_tokens
-        value = getattr(self.chat_model, "max_tokens", None)
-        return value if isinstance(value, int) and value > 0 else self.config.default_output_tokens
+        """Tokens of one answer: the configured or the model's, at most ``max_output_tokens``."""
+        value = self.config.output_tokens or getattr(self.chat_model, "max_tokens", None)
+        tokens = value if isinstance(value, int) and value > 0 else self.config.default_output_tokens
+        cap = self.config.max_output_tokens
+        return min(tokens, cap) if cap else tokens
 
     def budget(self, task: Task, variables: dict[str, str]) -> int:
         """Tokens left for the material of one ``task`` call: the context minus the answer, the
@@ -330,7 +332,9 @@ class Summarizer:
         )
         messages = build_prompt(task, self.pack.code).format_messages(**sample)
         overhead = sum(self._tokens(str(m.content)) + _TOKENS_PER_MESSAGE for m in messages)
-        return int(context or 0) - self._output_tokens() - overhead - self.config.safety_tokens
+        room = int(context or 0) - self._output_tokens() - overhead - self.config.safety_tokens
+        cap = self.config.max_input_tokens
+        return min(room, cap) if cap else room
 
     def _condense(
         self,

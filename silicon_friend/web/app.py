@@ -37,7 +37,7 @@ import gradio as gr
 from memory_bank.errors import MemoryBankError
 from memory_bank.text import validate_user
 from silicon_friend.engine import ChatSettings, Session, SiliconFriend, Turn
-from silicon_friend.errors import Refused, SessionEndedError
+from silicon_friend.errors import Refused, SessionEndedError, SummaryFailedError
 from silicon_friend.memories import export_bytes
 from silicon_friend.web.downloads import DownloadStore
 from silicon_friend.web.i18n import Translations
@@ -483,17 +483,27 @@ class WebApp:
             self.engine.remove_last_turn(session)
         return self._render_tab(request)
 
-    def summarize(self, name: str, request: gr.Request) -> Any:
+    def summarize(self, name: str, request: gr.Request, progress: Any = gr.Progress()) -> Any:  # noqa: B008
+        """Summarise now with a progress bar; a failure is a toast, and what was made is shown."""
+        t = self.texts
+
+        def report(done: int, total: int) -> None:
+            progress((done, total), desc=t.summarizing.format(done=done, total=total))
+
         try:
             session = self._session(name, request)
-            profile = self.engine.summarize(session)
+            profile = self.engine.summarize(session, progress=report)
         except Refused as e:
             self._warn(str(e))
             return gr.update()
-        except MemoryBankError as e:
+        except SummaryFailedError as e:  # some were made: show them with the failure
             self._warn(str(e))
-            return gr.update()
-        t = self.texts
+            profile = e.profile
+        except MemoryBankError as e:  # every one failed, or a timeout: the old summaries stay, shown
+            self._warn(t.summary_failed.format(error=e))
+            if not self.engine.bank.has_user(session.user):
+                return gr.update()
+            profile = self.engine.bank.profile(session.user)
         return (
             f"**{t.summary_title}**\n\n{inert_markdown(profile['global_summary']) or t.no_summary}\n\n"
             f"**{t.portrait_title}**\n\n{inert_markdown(profile['global_portrait']) or t.no_summary}"
@@ -681,7 +691,9 @@ class WebApp:
                 self.regenerate, [name, *sliders], [chatbot, message], show_progress="minimal", **chat_limit
             )
             remove.click(self.remove_last, None, [chatbot])
-            summarize.click(self.summarize, [name], [summary], **chat_limit)
+            summarize.click(self.summarize, [name], [summary], **chat_limit).then(
+                self.memory_tab.memories, self.memory_tab.inputs, memory_outputs, **quiet
+            )
             export.click(self.export, [name], [export_link], **quiet)
             forget.click(
                 self.forget_me,

@@ -2,7 +2,7 @@
 
 * **What I know about you**: the global portrait and event summary and the latest daily ones,
   read from the store at every view (an empty state says how they get made).
-* **The table**: compact rows (date, kind, an excerpt, strength, retention, recalls, status),
+* **The table**: compact rows (date, kind, an excerpt, strength, retention, last recall, status),
   paged (:data:`~silicon_friend.memory_view.PAGE_SIZE` a page, the position stated), filtered by
   words, kind, date range and kept/forgotten. Clicking a row opens the whole memory with why it
   fades (:meth:`MemoryBank.explain`), and lets the user edit, delete (with undo) or restore it.
@@ -78,10 +78,13 @@ UNDO_DEPTH = 20
 UNDO_SECONDS = 600
 #: Curves in the plot (the caption says how many are drawn).
 PLOT_CURVES = 12
-COLUMN_WIDTHS: list[str | int] = ["11%", "11%", "40%", "8%", "8%", "7%", "10%", "5%"]
+COLUMN_WIDTHS: list[str | int] = ["96px", "104px", "330px", "78px", "84px", "96px", "84px"]
+#: Headers on one line and never cut, rows in the page's own font (Gradio's table uses a monospace one).
 CSS = (
     "#sf-memory-table th, #sf-memory-table th * {white-space: nowrap !important; "
-    "word-break: keep-all !important; overflow-wrap: normal !important}"
+    "word-break: keep-all !important; overflow-wrap: normal !important; text-overflow: clip !important}"
+    " #sf-memory-table table, #sf-memory-table [role=grid] * {font-family: ui-sans-serif, system-ui, "
+    "sans-serif !important; font-size: 13px !important}"
 )
 
 
@@ -186,7 +189,6 @@ class MemoryTab:
                 excerpt(r.memory.text),
                 r.memory.strength,
                 round(r.retention, 2),
-                max(r.memory.strength - 1, 0),
                 r.memory.last_recall_date or "",
                 self.texts.statuses["forgotten" if r.memory.archived else "kept"],
             ]
@@ -216,7 +218,8 @@ class MemoryTab:
         )
         status = t.statuses["forgotten" if memory.archived else "kept"]
         text = inert_markdown(memory.text).replace("\n", "  \n")
-        reason = fade_reason(why, t.reasons, self._kind(memory.kind.value))
+        today = self.app.engine.clock().date().isoformat()
+        reason = fade_reason(why, t.reasons, self._kind(memory.kind.value), today)
         return (
             f"**{memory.date} · {self._kind(memory.kind.value)} · {status}**\n\n{text}\n\n"
             f"**{t.why_title}**: {reason}  \n{facts}"
@@ -493,7 +496,8 @@ class MemoryTab:
         """Lay the tab out inside the current ``gr.Tab`` and wire its events; returns the
         outputs the app's own events (Remember Me, Forget me) update."""
         t = self.texts
-        quiet: dict[str, Any] = {"show_progress": "hidden"}
+        # A filter changed while the last view is still being made is applied after it, not dropped.
+        quiet: dict[str, Any] = {"show_progress": "hidden", "trigger_mode": "always_last"}
         knows = gr.Markdown(elem_id="sf-knows")
         with gr.Row():
             new_memory = gr.Textbox(

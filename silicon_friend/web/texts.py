@@ -72,6 +72,8 @@ class UITexts:
     kinds: dict[str, str]
     loading_encoder: str
     session_ended: str
+    summarizing: str
+    summary_failed: str
 
 
 UI: dict[str, UITexts] = {
@@ -152,6 +154,8 @@ UI: dict[str, UITexts] = {
         },
         loading_encoder="⏳ Loading the memory encoder (only after a start)…",
         session_ended="Your memories were deleted: this message was not sent. Enter your name to start again.",
+        summarizing="Summarizing: step {done} of {total}",
+        summary_failed="Summarizing failed; your previous summaries are kept. ({error})",
     ),
     "zh": UITexts(
         title="硅基朋友 SiliconFriend",
@@ -227,6 +231,8 @@ UI: dict[str, UITexts] = {
         },
         loading_encoder="⏳ 正在加载记忆编码器（仅在启动后第一次）……",
         session_ended="你的记忆已被删除：这条消息没有发送。请输入名字重新开始。",
+        summarizing="正在总结：第 {done}/{total} 步",
+        summary_failed="总结失败，之前的总结都保留着。（{error}）",
     ),
 }
 
@@ -318,7 +324,7 @@ MEMORY_UI: dict[str, MemoryTabTexts] = {
         no_memories="No memories yet: chat on the Chat tab, or add one above.",
         plot_caption="The plot shows the {n} newest chat turns and daily summaries of this page.",
         select_hint="Click a row to read the whole memory, see why it fades, and edit, delete or restore it.",
-        columns=("date", "kind", "text", "strength", "retention", "recalls", "last recall", "status"),
+        columns=("date", "kind", "text", "strength", "retention", "last recall", "status"),
         kinds={
             "all": "All kinds",
             "turn": "chat turn",
@@ -327,7 +333,7 @@ MEMORY_UI: dict[str, MemoryTabTexts] = {
             "global_summary": "all events",
             "global_portrait": "portrait",
         },
-        statuses={"all": "Kept and forgotten", "kept": "kept", "forgotten": "forgotten"},
+        statuses={"all": "All", "kept": "kept", "forgotten": "forgotten"},
         why_title="Why it fades",
         facts="strength {strength} · recalls {recalls} · last recall {last} · time scale {days} day(s) · retention {r}",
         edit_label="Edit the text",
@@ -350,6 +356,7 @@ MEMORY_UI: dict[str, MemoryTabTexts] = {
             never_recalled="Never recalled since {date}.",
             fading="A {kind} fades over about {days} days per unit of strength; retention today {r:.2f}.",
             forgets_on="Unless it comes up again, it is forgotten around {date}.",
+            overdue="It has been due since {date} and goes at the next forgetting pass, unless it comes up first.",
             classes={
                 "small_talk": "It is small talk, so it fades fast.",
                 "personal": "It is about your life, so it lasts longer.",
@@ -382,7 +389,7 @@ MEMORY_UI: dict[str, MemoryTabTexts] = {
         no_memories="还没有记忆：去“聊天”页聊聊，或在上方手动添加一条。",
         plot_caption="图中是本页最新的 {n} 条对话和每日总结。",
         select_hint="点击一行可查看完整记忆、它为何会淡忘，并可编辑、删除或恢复。",
-        columns=("日期", "类型", "内容", "强度", "保持率", "回忆次数", "上次回忆", "状态"),
+        columns=("日期", "类型", "内容", "强度", "保持率", "上次回忆", "状态"),
         kinds={
             "all": "全部类型",
             "turn": "对话",
@@ -391,7 +398,7 @@ MEMORY_UI: dict[str, MemoryTabTexts] = {
             "global_summary": "事件总览",
             "global_portrait": "用户画像",
         },
-        statuses={"all": "保留的和已遗忘的", "kept": "保留", "forgotten": "已遗忘"},
+        statuses={"all": "全部", "kept": "保留", "forgotten": "已遗忘"},
         why_title="为何会淡忘",
         facts="强度 {strength} · 回忆 {recalls} 次 · 上次回忆 {last} · 时间尺度 {days} 天 · 保持率 {r}",
         edit_label="编辑内容",
@@ -414,6 +421,7 @@ MEMORY_UI: dict[str, MemoryTabTexts] = {
             never_recalled="自 {date} 起从未被回忆。",
             fading="“{kind}”每单位强度约 {days} 天淡忘；今天的保持率为 {r:.2f}。",
             forgets_on="如果不再被提起，它大约会在 {date} 被遗忘。",
+            overdue="它自 {date} 起已到期，除非先被提起，下次遗忘时就会被遗忘。",
             classes={"small_talk": "这是寒暄闲聊，淡忘得快。", "personal": "这是关于你生活的事，记得更久。"},
         ),
     ),

@@ -62,7 +62,9 @@ def test_the_plot_uses_real_dates_and_agrees_with_the_table(tmp_path) -> None:  
             xs = mdates.date2num(line.get_xdata())
             label = line.get_label().split(" (S=")[0]
             row = next(r for k, r in rows.items() if label.startswith(k[:15]))
-            assert mdates.num2date(xs[0]).date() == dt.date.fromisoformat(row.last_recall or row.date)  # starts on a real date
+            assert mdates.num2date(xs[0]).date() == dt.date.fromisoformat(
+                row.last_recall or row.date
+            )  # starts on a real date
             y_today = np.interp(mdates.date2num(now.date()), xs, line.get_ydata())
             assert abs(y_today - row.retention) < 0.01  # the retention the table shows
 

@@ -127,7 +127,7 @@ def test_edit_add_delete_undo_and_restore(forgetting_bank) -> None:  # type: ign
     assert out[9]["visible"] is False
     forgetting_bank.archive("Ann", [cat.memory_id])
     out = app.memory_tab.memories("Ann", "", "all", "forgotten", "", "", 1, ANN)
-    assert [r[7] for r in rows(out)] == ["forgotten"]
+    assert [r[6] for r in rows(out)] == ["forgotten"]
     detail = click_row(app, "Ann", 0, ANN)
     assert detail[3]["visible"] is True and "Restore it" in detail[1]
     app.memory_tab.restore("Ann", "", "all", "forgotten", "", "", 1, ANN)
@@ -141,13 +141,20 @@ def test_why_it_fades_says_recalls_time_scale_and_content(forgetting_bank) -> No
     forgetting_bank.add_turn("Ann", "Thanks, see you!", "Bye!", at="2023-05-01T11:00")
     forgetting_bank.reinforce("Ann", ["Ann_2023-05-01_0"], now="2023-05-20")
     t = memory_texts("en")
-    personal = fade_reason(forgetting_bank.explain("Ann", "Ann_2023-05-01_0"), t.reasons, "chat turn")
+    personal = fade_reason(
+        forgetting_bank.explain("Ann", "Ann_2023-05-01_0"), t.reasons, "chat turn", "2023-06-01"
+    )
     assert "Recalled on 1 day(s), last on 2023-05-20" in personal and "about your life" in personal
     assert "60 days" in personal and "forgotten around" in personal
-    small = fade_reason(forgetting_bank.explain("Ann", "Ann_2023-05-01_1"), t.reasons, "chat turn")
+    small = fade_reason(
+        forgetting_bank.explain("Ann", "Ann_2023-05-01_1"), t.reasons, "chat turn", "2023-06-01"
+    )
     assert "Never recalled since 2023-05-01" in small and "small talk" in small and "7.5 days" in small
+    assert "due since 2023-05-24" in small  # its day is past: it goes at the next pass
     zh = memory_texts("zh")
-    assert "寒暄" in fade_reason(forgetting_bank.explain("Ann", "Ann_2023-05-01_1"), zh.reasons, "对话")
+    assert "寒暄" in fade_reason(
+        forgetting_bank.explain("Ann", "Ann_2023-05-01_1"), zh.reasons, "对话", "2023-06-01"
+    )
     app = make_app(forgetting_bank)
     app.memory_tab.memories("Ann", *FORM, ANN)
     detail = click_row(app, "Ann", 1, ANN)  # rows are newest first: the sister turn is second

@@ -294,3 +294,33 @@ def warnings_none():  # type: ignore[no-untyped-def]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         yield
+
+
+def test_summarize_shows_progress_and_a_failure_keeps_the_old_summaries(make_engine, bank) -> None:  # type: ignore[no-untyped-def]
+    from langchain_core.language_models import FakeListChatModel
+
+    from memory_bank import MemoryKind
+    from memory_bank.summaries import Summarizer
+    from silicon_friend.errors import SummaryFailedError
+
+    bank.add_turn("Emily", "I adopted a cat named Miso.", "Lovely!", at="2023-04-28T10:00")
+    bank.add_turn("Emily", "Miso slept on my keyboard.", "Cats love warm places!", at="2023-04-29T10:00")
+    bank.set_layer("Emily", MemoryKind.GLOBAL_PORTRAIT, "Emily is warm and caring.")
+    # A weak model: the pet as the portrait, and the companion's voice, every time.
+    weak = FakeListChatModel(
+        responses=["Miso is a playful and curious cat who loves naps.", "That sounds lovely! You must be happy."]
+    )
+    engine = make_engine(summarizer=Summarizer(bank, weak, "en", sleep=lambda _s: None))
+    app = WebApp(engine)
+    steps: list[tuple[int, int]] = []
+    with pytest.raises(SummaryFailedError, match="2 of the summaries failed and kept their previous text"):
+        engine.summarize(engine.start("Emily"), progress=lambda done, total: steps.append((done, total)))
+    assert steps[0] == (0, 3) and steps[-1] == (3, 3)  # two finished days, then the global layers
+    with pytest.warns(UserWarning, match="previous summaries are kept.*companion's voice"):  # shown, with what is kept
+        assert "Emily is warm and caring." in app.summarize("Emily", ANON)
+    assert bank.profile("Emily")["global_portrait"] == "Emily is warm and caring."  # the old one stays
+    weak.responses = ["Miso is a playful and curious cat who loves naps."]
+    bank.set_layer("Emily", MemoryKind.DAILY_SUMMARY, "", date="2023-04-28")
+    engine.summarizer.summarize_globals("Emily", force=True)
+    assert bank.profile("Emily")["global_portrait"] == "Emily is warm and caring."
+    assert all(not m.text for m, _ in bank.memories("Emily", kinds=[MemoryKind.DAILY_PERSONALITY]))

@@ -121,12 +121,40 @@ def test_clean_summary_zh_and_length_cap() -> None:
         ),
         ("en", "用户今天养了一只猫，她很开心，还去了公园散步。", "expected language"),
         ("zh", "The user adopted a cat today and felt happy.", "expected language"),
+        ("en", "That sounds wonderful! Miso must be so happy with you.", "companion's voice"),
+        ("en", "The day was lovely: you adopted a cat and you named it Miso.", "companion's voice"),
+        ("zh", "听起来真棒！咪咪和你在一起一定很开心。", "companion's voice"),
     ],
 )
 def test_parser_rejects_junk(language: str, answer: str, reason: str) -> None:
     parser = SummaryParser(language=language, task=Task.DAILY_EVENTS)
     with pytest.raises(OutputParserException, match=reason):
         parser.parse(answer)
+
+
+@pytest.mark.parametrize(
+    ("language", "pet", "user"),
+    [
+        (
+            "en",
+            "Miso is a playful and curious cat who loves naps in the sun.",
+            "The user is caring and cheerful; she dotes on her cat Miso.",
+        ),
+        ("zh", "咪咪是一只活泼好奇的猫，喜欢晒太阳。", "用户性格温和体贴，很疼爱她的猫咪咪。"),
+    ],
+)
+def test_a_portrait_of_the_users_pet_is_refused(language: str, pet: str, user: str) -> None:
+    for task in (Task.DAILY_PERSONALITY, Task.GLOBAL_PORTRAIT):
+        parser = SummaryParser(language=language, task=task)
+        with pytest.raises(OutputParserException, match="pet, not the user"):
+            parser.parse(pet)
+        assert parser.parse(user) == user
+    assert SummaryParser(language=language, task=Task.DAILY_EVENTS).parse(pet) == pet  # events may be about it
+
+
+def test_the_personality_prompts_say_a_pet_is_not_the_user() -> None:
+    for task in (Task.DAILY_PERSONALITY, Task.GLOBAL_PORTRAIT):
+        assert "pet" in LANGUAGES["en"].instructions[task] and "宠物" in LANGUAGES["zh"].instructions[task]
 
 
 def test_parser_accepts_mixed_names_in_chinese() -> None:
