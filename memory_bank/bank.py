@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
+import math
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -34,7 +35,7 @@ from memory_bank.errors import (
     UserNotFoundError,
 )
 from memory_bank.explain import STRONG_RETENTION, Explanation, Status
-from memory_bank.index import PartitionCache, SnapshotStore
+from memory_bank.index import Partition, PartitionCache, SnapshotStore
 from memory_bank.lexical_snapshot import LexicalSnapshot
 from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind, SearchResult, index_text, turn_text
 from memory_bank.retrieval import rank
@@ -591,8 +592,13 @@ class MemoryBank:
         rec = self.user(user)
         today = _as_date(now, self.clock)
         self._daily_forget(rec, today)
-        part = self._cache.get(rec.id)
-        if len(part) == 0:
+        f = self.config.forgetting
+        # The cold tier ranked jointly on every search: the live index is not searched on its
+        # own (one ranking of all memories, as with forgetting off; memory_bank.cold).
+        cold_tier = f.cold_tier and f.mode != "off"  # with forgetting off nothing fades into it
+        always = cold_tier and f.cold_rank == "joint" and math.isinf(f.cold_below)
+        part = None if always else self._cache.get(rec.id)
+        if part is not None and len(part) == 0 and not cold_tier:
             return []
         allowed = None
         if kinds is not None:
@@ -600,23 +606,15 @@ class MemoryBank:
         elif not self.config.retrieval.include_summaries:
             allowed = frozenset({MemoryKind.TURN.value})
         qvec = query_vector(query, self._embed, self.config.retrieval.latest_turn_weight)
-        with part.lock:
-            ranked = rank(part, query, qvec, k, self.config.retrieval, now=today, allowed_kinds=allowed)
-            rowids = part.rowids[ranked.positions].tolist()
-            live_rowids = part.rowids.copy()
-        by_row = {m.rowid: m for m in self.storage.memories(rec.id, rowids=rowids)}
-        found = []
-        for rowid, score in zip(rowids, ranked.scores.tolist(), strict=True):
-            m = by_row.get(rowid)
-            if m is None or m.archived:  # deleted or forgotten by another process meanwhile
-                continue
-            found.append((m, score))
-        f = self.config.forgetting
-        if f.cold_tier and (not found or found[0][1] < f.cold_below):
-            if f.cold_rank == "joint":
-                found = self._joint(rec, query, qvec, k, today, allowed, live_rowids)
-            else:
-                found = self._with_cold(rec, found, query, qvec, k, today, allowed)
+        if part is None:
+            found = self._joint(rec, query, qvec, k, today, allowed, self.cold.live_rowids(rec.id))
+        else:
+            found, live_rowids = self._live(rec, part, query, qvec, k, today, allowed)
+            if cold_tier and (not found or found[0][1] < f.cold_below):
+                if f.cold_rank == "joint":
+                    found = self._joint(rec, query, qvec, k, today, allowed, live_rowids)
+                else:
+                    found = self._with_cold(rec, found, query, qvec, k, today, allowed)
         retention = self._retention([m for m, _ in found], today)
         results = [SearchResult(m, score, r) for (m, score), r in zip(found, retention, strict=True)]
         if reinforce and results:
@@ -632,6 +630,30 @@ class MemoryBank:
                 _memories=[r.memory for r in results],
             )
         return results
+
+    def _live(
+        self,
+        rec: UserRecord,
+        part: Partition,
+        query: str,
+        qvec: np.ndarray,
+        k: int,
+        today: dt.date,
+        allowed: frozenset[str] | None,
+    ) -> tuple[list[tuple[Memory, float]], np.ndarray]:
+        """The best live memories with their scores, and the live rowids (ascending)."""
+        with part.lock:
+            ranked = rank(part, query, qvec, k, self.config.retrieval, now=today, allowed_kinds=allowed)
+            rowids = part.rowids[ranked.positions].tolist()
+            live_rowids = part.rowids.copy()
+        by_row = {m.rowid: m for m in self.storage.memories(rec.id, rowids=rowids)}
+        found = []
+        for rowid, score in zip(rowids, ranked.scores.tolist(), strict=True):
+            m = by_row.get(rowid)
+            if m is None or m.archived:  # deleted or forgotten by another process meanwhile
+                continue
+            found.append((m, score))
+        return found, live_rowids
 
     def _joint(
         self,

@@ -76,6 +76,8 @@ class ColdTier:
         self._all = PartitionCache(
             loader=self._load_all, state=storage.user_state, dim=dim, max_users=max_users
         )
+        self._live: dict[int, tuple[tuple[int, int], np.ndarray]] = {}
+        self._max_users = max_users
         #: Searches that consulted the cold tier, and those that found something there.
         self.consulted = 0
         self.found = 0
@@ -100,6 +102,19 @@ class ColdTier:
             user_id, self._encoder_name(), RETRIEVABLE_KINDS, after_rowid, upto_rowid=upto_rowid
         )
         return merge_batches(live, self._load(user_id, after_rowid, upto_rowid))
+
+    def live_rowids(self, user_id: int) -> np.ndarray:
+        """The rowids (ascending) of the user's live memories, read once per store change: what
+        a joint search needs to tell the tiers apart without a live index of its own."""
+        state = self._storage.user_state(user_id)
+        hit = self._live.get(user_id)
+        if hit is not None and hit[0] == state:
+            return hit[1]
+        rowids = np.sort(self._storage.forget_columns(user_id, RETRIEVABLE_KINDS).rowids)
+        if len(self._live) >= self._max_users:
+            self._live.pop(next(iter(self._live)))
+        self._live[user_id] = (state, rowids)
+        return rowids
 
     def search_joint(
         self,
@@ -158,3 +173,4 @@ class ColdTier:
     def drop(self, user_id: int) -> None:
         self._cache.drop(user_id)
         self._all.drop(user_id)
+        self._live.pop(user_id, None)

@@ -22,6 +22,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from memory_bank.config import CALENDAR_ONLY  # noqa: E402
 from memory_bank.embeddings import get_encoder  # noqa: E402
 from memory_bank.evaluation import report  # noqa: E402
 from memory_bank.evaluation.benchmark import MemoryBankSystem, evaluate  # noqa: E402
@@ -80,7 +81,7 @@ def main() -> int:
     for recall_k in recalls:
         for policy in policies:
             for tau in taus:
-                f: dict[str, Any] = {"mode": "paper", "tau": tau, "policy": policy, "seed": args.seed}
+                f: dict[str, Any] = {"mode": "paper", "tau": tau, "policy": policy, "seed": args.seed, **CALENDAR_ONLY}
                 if policy == "threshold":
                     f["threshold"] = 0.05
                 rows.append(one(f, recall_k))

@@ -193,7 +193,9 @@ class MemoryBankSystem:
                 language=self.language,
                 encoder_instance=self.encoder,
                 retrieval=self.retrieval or None,
-                forgetting=self.forgetting or None,
+                # Static retrieval (no replay): forgetting off unless asked for, since nothing
+                # was recalled while the history was written.
+                forgetting=self.forgetting or (None if self.replay else {"mode": "off"}),
             )
             try:
                 if self.replay:

@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from memory_bank.config import PAPER_FORGETTING
 from memory_bank.errors import InvalidInputError
 
 logger = logging.getLogger(__name__)
@@ -51,13 +52,15 @@ class Point:
 
 
 def _threshold(tau: float, **extra: Any) -> dict[str, Any]:
-    return {"mode": "paper", "tau": tau, "policy": "threshold", "threshold": 0.05, **extra}
+    from memory_bank.config import CALENDAR_ONLY
+
+    return {"mode": "paper", "tau": tau, "policy": "threshold", "threshold": 0.05, **CALENDAR_ONLY, **extra}
 
 
 def _points() -> list[Point]:
     pts = [
         Point("off", "forgetting off", {"mode": "off"}, 0),
-        Point("paper", "paper (tau 1, stochastic)", {"mode": "paper", "tau": 1.0, "policy": "stochastic"}),
+        Point("paper", "paper (tau 1, stochastic)", dict(PAPER_FORGETTING)),
     ]
     for tau in (7, 15, 30, 60, 90):
         pts.append(Point(f"threshold-{tau}", "calendar (threshold 0.05)", _threshold(tau)))
@@ -357,17 +360,23 @@ def tradeoff_chart(path: Path, sets: dict[str, Any]) -> Path | None:
     if plt is None or not sets:
         return None
     n = len(sets)
-    fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4), dpi=110, squeeze=False)
+    fig, axes = plt.subplots(1, n, figsize=(4.2 * n + 3.6, 4), dpi=110, squeeze=False)
+    # One colour and marker per family, the same in every panel (more families than tab10 has).
+    names = list(dict.fromkeys(r["family"] for ds in sets.values() for r in ds["rows"]))
+    colours = plt.get_cmap("tab20")
+    markers = "so^vD<>pP*Xhd"
     for ax, (name, ds) in zip(axes[0], sets.items(), strict=True):
         families: dict[str, list[dict[str, Any]]] = {}
         for r in ds["rows"]:
             families.setdefault(r["family"], []).append(r)
         for fam, rows in families.items():
             rows = sorted(rows, key=lambda r: r["share_forgotten"])
+            i = names.index(fam)
             ax.plot(
                 [100 * r["share_forgotten"] for r in rows],
                 [100 * r["recall_at_10"] for r in rows],
-                marker="o" if fam != "forgetting off" else "s",
+                marker=markers[i % len(markers)],
+                color=colours(i % 20),
                 linestyle="-" if len(rows) > 1 else "none",
                 label=fam,
             )
@@ -381,7 +390,7 @@ def tradeoff_chart(path: Path, sets: dict[str, Any]) -> Path | None:
         ax.set_ylabel("turn recall@10 (%)")
         ax.set_title(name)
         ax.grid(True, alpha=0.3)
-    axes[0][0].legend(fontsize=7, loc="lower left")
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)

@@ -19,20 +19,15 @@ import argparse
 import logging
 from typing import Any
 
+from memory_bank.config import PAPER_FORGETTING as PAPER_FORGETTING
+from memory_bank.config import SELECTIVE_FORGETTING
 from memory_bank.errors import InvalidInputError
 
 logger = logging.getLogger(__name__)
 
-#: Forgetting settings that keep LoCoMo recall close to forgetting off (see README.md, Evaluation):
-#: a memory not recalled for about 9 months (tau * S * ln(1/threshold) = 270 * S days) is archived.
-RECOMMENDED_FORGETTING: dict[str, Any] = {
-    "mode": "paper",
-    "tau": 90.0,
-    "policy": "threshold",
-    "threshold": 0.05,
-}
-#: The paper's curve as published: R = exp(-t/S) with t in days, stochastic drop with p = 1 - R.
-PAPER_FORGETTING: dict[str, Any] = {"mode": "paper", "tau": 1.0, "policy": "stochastic"}
+#: ``ours+forgetting``: the measured selective setting (config.py); the flags override its
+#: tau, policy and threshold.
+RECOMMENDED_FORGETTING: dict[str, Any] = SELECTIVE_FORGETTING
 
 SYSTEM_NOTES = {
     "bm25": "BM25 over each turn's own text (the bank's CJK-aware tokenizer), no dense part",
@@ -86,7 +81,7 @@ def forgetting_settings(args: argparse.Namespace) -> dict[str, Any]:
         raise InvalidInputError(f"--tau must be > 0 days, got {args.tau}")
     if not 0 <= args.threshold <= 1:
         raise InvalidInputError(f"--threshold must be within 0..1, got {args.threshold}")
-    f: dict[str, Any] = {"mode": "paper", "tau": args.tau, "policy": args.policy, "seed": args.seed}
+    f: dict[str, Any] = {**RECOMMENDED_FORGETTING, "tau": args.tau, "policy": args.policy, "seed": args.seed}
     if args.policy == "threshold":
         f["threshold"] = args.threshold
     return f

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_bank.config import DEFAULT_TOP_K
+from memory_bank.config import PAPER_FORGETTING as BANK_PAPER_FORGETTING
 from memory_bank.errors import InvalidInputError
 from memory_bank.evaluation.paper import Question
 from memory_bank.records import MemoryKind
@@ -43,7 +44,7 @@ logger = logging.getLogger(__name__)
 
 SYSTEMS = ("memorybank", "no-memory", "no-summaries", "no-portrait", "forgetting")
 #: The paper's forgetting as published (R = exp(-t/S), stochastic drops), seeded.
-PAPER_FORGETTING: dict[str, Any] = {"mode": "paper", "tau": 1.0, "policy": "stochastic", "seed": 0}
+PAPER_FORGETTING: dict[str, Any] = {**BANK_PAPER_FORGETTING, "seed": 0}
 METRICS = ("retrieval_accuracy", "evidence_hit", "correctness", "coherence", "ranking")
 
 

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from memory_bank.config import DEFAULT_TOP_K
+from memory_bank.config import DEFAULT_TOP_K, PAPER_FORGETTING
 from memory_bank.errors import InvalidInputError
 from memory_bank.forgetting import POLICIES
 from memory_bank.languages import LANGUAGES
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         max_new_tokens=args.max_new_tokens,
         temperature=args.temperature,
         forgetting={
-            "mode": "paper",
+            **PAPER_FORGETTING,
             "tau": args.forgetting_tau,
             "policy": args.forgetting_policy,
             "seed": args.seed,

@@ -37,3 +37,11 @@ def test_bad_config_names_the_problem(tmp_path, text, match) -> None:  # type: i
     f.write_text(text)
     with pytest.raises(ConfigError, match=match):
         load_config(f)
+
+
+def test_shipped_forgetting_config_is_the_measured_selective_setting() -> None:
+    from memory_bank.config import SELECTIVE_FORGETTING, ForgettingConfig
+
+    cfg = load_config(REPO / "configs" / "forgetting.yaml")
+    assert cfg.forgetting == ForgettingConfig(**SELECTIVE_FORGETTING)
+    assert cfg.forgetting.cold_tier and cfg.forgetting.content_weights and cfg.forgetting.mode == "paper"

@@ -9,10 +9,19 @@ import numpy as np
 import pytest
 
 from memory_bank import Explanation, forgetting, salience
+from memory_bank.config import CALENDAR_ONLY, SELECTIVE_FORGETTING
 from memory_bank.errors import ConfigError, InvalidInputError, MemoryNotFoundError
 from memory_bank.records import MemoryKind
 
-CALENDAR = {"mode": "paper", "tau": 10.0, "policy": "threshold", "threshold": 0.05, "daily_pass": False}
+CALENDAR = {
+    "mode": "paper",
+    "tau": 10.0,
+    "policy": "threshold",
+    "threshold": 0.05,
+    "daily_pass": False,
+    **CALENDAR_ONLY,
+}
+OFF = {"mode": "off"}
 
 
 @pytest.mark.parametrize(
@@ -155,7 +164,7 @@ def test_explain_says_why_a_memory_fades(make_bank, tmp_path) -> None:  # type: 
     assert e.to_dict()["reason"]["zh"] == e.reason("zh")
     with pytest.raises(InvalidInputError, match="use one of en, zh"):
         e.reason("fr")
-    off = make_bank(tmp_path / "off")
+    off = make_bank(tmp_path / "off", forgetting=OFF)
     off.add_turn("Ann", "Hi!", "Hello!", at="2023-05-01T09:00")
     e = off.explain("Ann", "Ann_2023-05-01_0", now="2024-05-01")
     assert e.forgets_on is None and e.retention == 1.0 and e.status == "kept"
@@ -238,7 +247,7 @@ def test_joint_cold_ranking_scores_like_forgetting_off_without_a_penalty(make_ba
     (BM25 normalised over both tiers, neighbours and day evidence across them)."""
     joint = make_bank(forgetting={**JOINT, "cold_penalty": 0.0})
     separate = make_bank(tmp_path / "separate", forgetting={**JOINT, "cold_rank": "separate"})
-    off = make_bank(tmp_path / "off")
+    off = make_bank(tmp_path / "off", forgetting=OFF)
     for b in (joint, separate, off):
         _twins(b) if b is not off else None
     for when, q, r in (
@@ -260,3 +269,36 @@ def test_cold_rank_is_validated(make_bank) -> None:  # type: ignore[no-untyped-d
         make_bank(forgetting={"cold_rank": "both"})
     with pytest.raises(ConfigError, match="cold_penalty"):
         make_bank(forgetting={"cold_penalty": -1})
+
+
+def test_the_selective_setting_forgets_and_loses_nothing(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """SELECTIVE_FORGETTING (configs/forgetting.yaml): tau 7 x content weight, threshold 0.05,
+    the cold tier ranked jointly on every search."""
+    bank = make_bank(forgetting=SELECTIVE_FORGETTING)
+    bank.add_turn("Ann", "Thanks, bye!", "Bye!", at="2023-05-01T09:00")
+    bank.add_turn("Ann", "My cat Miso likes tuna.", "Sweet.", at="2023-05-01T09:01")
+    # Day 60: both are below 0.05 (small talk after 5 days, personal after 42); the first search
+    # of the day runs the pass, and the forgotten memories are still ranked, 0.05 lower.
+    hits = bank.search("Ann", "what does Miso like", k=2, now="2023-06-30")
+    assert hits[0].memory.memory_id == "Ann_2023-05-01_1" and hits[0].memory.archived
+    assert all(m.archived for m, _ in bank.memories("Ann"))  # every live memory gone, none lost
+    assert bank.cold.consulted == 1
+    bank.search("Ann", "what does Miso like", k=1, now="2023-07-01", reinforce=True)
+    assert bank.explain("Ann", "Ann_2023-05-01_1", now="2023-07-01").status == "strong"  # recalled: back
+    # Always consulted with cold_below .inf (no separate live ranking) or a huge finite gate
+    # (live ranking first): the same ranking.
+    rankings = []
+    for name, below in (("inf", float("inf")), ("gated", 1e9)):
+        b = make_bank(tmp_path / name, forgetting={**SELECTIVE_FORGETTING, "cold_below": below})
+        b.add_turn("Ann", "Thanks, bye!", "Bye!", at="2023-05-01T09:00")
+        b.add_turn("Ann", "My cat Miso likes tuna.", "Sweet.", at="2023-05-01T09:01")
+        b.add_turn("Ann", "I play the cello on Sundays.", "Lovely.", at="2023-06-29T10:00")
+        assert len(b.forget("Ann", now="2023-06-30")["Ann"].forgotten) == 2
+        hits = b.search("Ann", "cello or tuna", k=3, now="2023-06-30")
+        rankings.append([(h.memory.memory_id, h.memory.archived, round(h.score, 5)) for h in hits])
+    assert rankings[0] == rankings[1] and len(rankings[0]) == 3
+    off = make_bank(tmp_path / "off", forgetting={**SELECTIVE_FORGETTING, **OFF})  # off: one setting away
+    off.add_turn("Ann", "Thanks, bye!", "Bye!", at="2023-05-01T09:00")
+    off.search("Ann", "bye", now="2024-05-01")
+    assert not any(m.archived for m, _ in off.memories("Ann")) and off.cold.consulted == 0
+    assert make_bank(tmp_path / "default").config.forgetting.mode == "off"  # the default stays off

@@ -167,7 +167,8 @@ def test_eval_locomo_with_forgetting(tmp_path, capsys, locomo_file) -> None:  # 
     assert len(q["retrieved"]) <= 10 and set(q["retrieved_by_system"]) >= {"bm25", "dense"}
     stats = res["forgetting_stats"]
     assert stats["ours+forgetting(paper)"]["forgotten"] > 0
-    assert res["run"]["config"]["forgetting_settings"]["tau"] == 90.0
+    settings = res["run"]["config"]["forgetting_settings"]
+    assert settings["tau"] == 7.0 and settings["cold_tier"] and settings["cold_rank"] == "joint"
     assert "ours+forgetting" in stdout
     for suffix in (".md", "-turn-recall.png", "-session-recall.png", "-categories.png"):
         assert (tmp_path / f"locomo{suffix}").is_file(), suffix
