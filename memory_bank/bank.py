@@ -45,8 +45,6 @@ logger = logging.getLogger(__name__)
 
 Clock = Callable[[], dt.datetime]
 
-#: Key of a user's ``extra``: per day, the lowest turn number a new turn may take (after deleted ones).
-_TURN_FLOOR = "turn_floor"
 When = dt.datetime | dt.date | str | None
 
 
@@ -324,7 +322,6 @@ class MemoryBank:
         self._writing_encoder()  # an encoder that cannot load leaves no empty user behind
         rec = self.user(user, create=True)
         previous = self.storage.last_turn(rec.id, day)
-        floor = int(rec.extra.get(_TURN_FLOOR, {}).get(day, 0))
         context = previous.response if previous is not None and previous.response else None
         vector = self._embed([index_text(text, context)], write=True)[0]
         memory = Memory(
@@ -338,7 +335,6 @@ class MemoryBank:
             timestamp=when.isoformat(timespec="seconds"),
             context=context,
             extra=dict(extra or {}),
-            turn=floor or None,
             weight=salience.content_weight(query),
         )
         memory = self.storage.add_turn(rec.id, memory, vector, self.encoder_name)
@@ -479,33 +475,8 @@ class MemoryBank:
         days = [target.date] if target.kind is MemoryKind.TURN else []
         if target.kind is MemoryKind.TURN:
             self._unlink_context(rec, target)
-        self._retire_turns(rec, [target])
         self.storage.delete_memories(rec.id, [target.rowid or 0], scrub_dates=days)
         return target
-
-    def _retire_turns(self, rec: UserRecord, gone: Sequence[Memory]) -> None:
-        """Before turns are deleted, remember per day the turn number after the highest one, so
-        a later turn of that day never gets a deleted turn's number and memory id: a retried
-        ``delete --memory-id`` can then never delete a newer memory."""
-        floors: dict[str, int] = {}
-        for m in gone:
-            if m.kind is MemoryKind.TURN and m.turn is not None:
-                floors[m.date] = max(floors.get(m.date, 0), m.turn + 1)
-        self._raise_turn_floors(rec, floors)
-
-    def _raise_turn_floors(self, rec: UserRecord, floors: dict[str, int]) -> None:
-        """Raise the user's per-day turn floors (``extra``) to at least ``floors``."""
-        known = rec.extra.get(_TURN_FLOOR, {})
-        if all(n <= known.get(day, 0) for day, n in floors.items()):
-            return
-        current = self.storage.get_user(rec.name)
-        extra = dict(current.extra if current else rec.extra)
-        merged = dict(extra.get(_TURN_FLOOR, {}))
-        for day, n in floors.items():
-            merged[day] = max(merged.get(day, 0), n)
-        extra[_TURN_FLOOR] = merged
-        self.storage.set_user_extra(rec.id, extra)
-        rec.extra = extra
 
     def _unlink_context(self, rec: UserRecord, target: Memory) -> None:
         """The turn after ``target`` is indexed with ``target``'s reply as context; give it the
@@ -831,8 +802,7 @@ class MemoryBank:
         recs = [self.user(user)] if user is not None else self.storage.list_users()
         n = 0
         for rec in recs:
-            self._raise_turn_floors(rec, self.storage.archived_turn_floors(rec.id))
-            n += self.storage.delete_archived(rec.id)
+            n += self.storage.delete_archived(rec.id)  # raises the turn floors in its transaction
         return n
 
     # -- maintenance --------------------------------------------------------------------------
