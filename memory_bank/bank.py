@@ -38,8 +38,8 @@ from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind, SearchRes
 from memory_bank.retrieval import rank
 from memory_bank.stores import ForgetColumns, Storage, UserRecord, VectorBatch
 from memory_bank.text import MAX_TEXT as MAX_TEXT  # re-exported: the limit of one message
+from memory_bank.text import MAX_USER_NAME, parse_day, parse_time, user_key, validate_user
 from memory_bank.text import check_text as _check_text
-from memory_bank.text import parse_day, parse_time, validate_user
 
 logger = logging.getLogger(__name__)
 
@@ -250,23 +250,38 @@ class MemoryBank:
     def users(self) -> list[str]:
         return [u.name for u in self.storage.list_users()]
 
+    def find_user(self, name: str) -> UserRecord | None:
+        """The user ``name`` names, under the one user-name rule (:func:`validate_user`), or
+        ``None``. A user stored under exactly ``name`` comes first: users stored before the rule
+        under a name it refuses or changes (``' Jason '``, a trailing zero-width joiner) stay
+        reachable by their exact name; then the rule's form of ``name``; then the one stored
+        user whose name the rule makes the same (two such users are an error naming both)."""
+        if isinstance(name, str) and len(name) <= 4 * MAX_USER_NAME:
+            rec = self.storage.get_user(name)
+            if rec is not None:
+                return rec
+        key = validate_user(name)
+        rec = self.storage.get_user(key) if key != name else None
+        if rec is not None:
+            return rec
+        same = [u for u in self.storage.list_users() if u.name != key and user_key(u.name) == key]
+        if len(same) > 1:
+            raise InvalidInputError(
+                f"user name {name!r} matches {len(same)} stored users ({', '.join(repr(u.name) for u in same[:5])}); "
+                "give the exact stored name"
+            )
+        return same[0] if same else None
+
     def user(self, name: str, *, create: bool = False) -> UserRecord:
-        """The user record for ``name``: exact match first, then ignoring surrounding spaces."""
-        validate_user(name)
-        rec = self.storage.get_user(name)
-        if rec is None and name != name.strip():
-            rec = self.storage.get_user(name.strip())
-        if rec is None:
-            stripped = name.strip()
-            matches = [u for u in self.storage.list_users() if u.name.strip() == stripped]
-            if len(matches) == 1:
-                rec = matches[0]
+        """The user record for ``name`` (see :meth:`find_user`); with ``create``, a missing user
+        is created under the rule's form of the name."""
+        rec = self.find_user(name)
         if rec is None:
             if not create:
                 raise UserNotFoundError(
                     f"no memories for user {name!r}; known users: {', '.join(self.users()[:10]) or 'none'}"
                 )
-            rec = self.storage.ensure_user(name)
+            rec = self.storage.ensure_user(validate_user(name))
         return rec
 
     def has_user(self, name: str) -> bool:
@@ -307,7 +322,7 @@ class MemoryBank:
         the user already has a memory with this id, it is returned and nothing is stored again.
         ``extra`` is kept with the turn (JSON-serialisable; e.g. a LangGraph store item's value).
         """
-        validate_user(user)
+        self.find_user(user)  # the user-name rule, before anything is loaded or written
         if memory_id is not None and (
             not isinstance(memory_id, str) or not memory_id.strip() or memory_id.endswith("{turn}")
         ):
@@ -385,7 +400,8 @@ class MemoryBank:
         first, then the user is created, or replaced, in one transaction
         (:meth:`Storage.replace_user`). A failure or a kill at any point leaves the user as they
         were; a reader never sees a half-imported user."""
-        validate_user(user)
+        found = self.find_user(user)
+        user = found.name if found is not None else validate_user(user)
         retrievable = [i for i, m in enumerate(memories) if m.kind in RETRIEVABLE_KINDS]
         parts: list[np.ndarray] = []
         for start in range(0, len(retrievable), batch_size):
