@@ -42,15 +42,13 @@ from memory_bank.retrieval import rank
 from memory_bank.retrieval.dialogue import query_vector
 from memory_bank.stores import ForgetColumns, Storage, UserRecord, VectorBatch
 from memory_bank.text import MAX_TEXT as MAX_TEXT  # re-exported: the limit of one message
-from memory_bank.text import TOKENIZER_VERSION, parse_day, parse_time, validate_user
+from memory_bank.text import MAX_USER_NAME, TOKENIZER_VERSION, parse_day, parse_time, user_key, validate_user
 from memory_bank.text import check_text as _check_text
 
 logger = logging.getLogger(__name__)
 
 Clock = Callable[[], dt.datetime]
 
-#: Key of a user's ``extra``: per day, the lowest turn number a new turn may take (after deleted ones).
-_TURN_FLOOR = "turn_floor"
 When = dt.datetime | dt.date | str | None
 
 
@@ -257,23 +255,38 @@ class MemoryBank:
     def users(self) -> list[str]:
         return [u.name for u in self.storage.list_users()]
 
+    def find_user(self, name: str) -> UserRecord | None:
+        """The user ``name`` names, under the one user-name rule (:func:`validate_user`), or
+        ``None``. A user stored under exactly ``name`` comes first: users stored before the rule
+        under a name it refuses or changes (``' Jason '``, a trailing zero-width joiner) stay
+        reachable by their exact name; then the rule's form of ``name``; then the one stored
+        user whose name the rule makes the same (two such users are an error naming both)."""
+        if isinstance(name, str) and len(name) <= 4 * MAX_USER_NAME:
+            rec = self.storage.get_user(name)
+            if rec is not None:
+                return rec
+        key = validate_user(name)
+        rec = self.storage.get_user(key) if key != name else None
+        if rec is not None:
+            return rec
+        same = [u for u in self.storage.list_users() if u.name != key and user_key(u.name) == key]
+        if len(same) > 1:
+            raise InvalidInputError(
+                f"user name {name!r} matches {len(same)} stored users ({', '.join(repr(u.name) for u in same[:5])}); "
+                "give the exact stored name"
+            )
+        return same[0] if same else None
+
     def user(self, name: str, *, create: bool = False) -> UserRecord:
-        """The user record for ``name``: exact match first, then ignoring surrounding spaces."""
-        validate_user(name)
-        rec = self.storage.get_user(name)
-        if rec is None and name != name.strip():
-            rec = self.storage.get_user(name.strip())
-        if rec is None:
-            stripped = name.strip()
-            matches = [u for u in self.storage.list_users() if u.name.strip() == stripped]
-            if len(matches) == 1:
-                rec = matches[0]
+        """The user record for ``name`` (see :meth:`find_user`); with ``create``, a missing user
+        is created under the rule's form of the name."""
+        rec = self.find_user(name)
         if rec is None:
             if not create:
                 raise UserNotFoundError(
                     f"no memories for user {name!r}; known users: {', '.join(self.users()[:10]) or 'none'}"
                 )
-            rec = self.storage.ensure_user(name)
+            rec = self.storage.ensure_user(validate_user(name))
         return rec
 
     def has_user(self, name: str) -> bool:
@@ -346,7 +359,7 @@ class MemoryBank:
         the user already has a memory with this id, it is returned and nothing is stored again.
         ``extra`` is kept with the turn (JSON-serialisable; e.g. a LangGraph store item's value).
         """
-        validate_user(user)
+        self.find_user(user)  # the user-name rule, before anything is loaded or written
         if memory_id is not None and (
             not isinstance(memory_id, str) or not memory_id.strip() or memory_id.endswith("{turn}")
         ):
@@ -361,7 +374,6 @@ class MemoryBank:
         self._writing_encoder()  # an encoder that cannot load leaves no empty user behind
         rec = self.user(user, create=True)
         previous = self.storage.last_turn(rec.id, day)
-        floor = int(rec.extra.get(_TURN_FLOOR, {}).get(day, 0))
         context = previous.response if previous is not None and previous.response else None
         vector = self._embed([index_text(text, context)], write=True)[0]
         memory = Memory(
@@ -375,7 +387,6 @@ class MemoryBank:
             timestamp=when.isoformat(timespec="seconds"),
             context=context,
             extra=dict(extra or {}),
-            turn=floor or None,
             weight=salience.content_weight(query),
         )
         memory = self.storage.add_turn(rec.id, memory, vector, self.encoder_name)
@@ -426,7 +437,8 @@ class MemoryBank:
         first, then the user is created, or replaced, in one transaction
         (:meth:`Storage.replace_user`). A failure or a kill at any point leaves the user as they
         were; a reader never sees a half-imported user."""
-        validate_user(user)
+        found = self.find_user(user)
+        user = found.name if found is not None else validate_user(user)
         retrievable = [i for i, m in enumerate(memories) if m.kind in RETRIEVABLE_KINDS]
         parts: list[np.ndarray] = []
         for start in range(0, len(retrievable), batch_size):
@@ -516,33 +528,8 @@ class MemoryBank:
         days = [target.date] if target.kind is MemoryKind.TURN else []
         if target.kind is MemoryKind.TURN:
             self._unlink_context(rec, target)
-        self._retire_turns(rec, [target])
         self.storage.delete_memories(rec.id, [target.rowid or 0], scrub_dates=days)
         return target
-
-    def _retire_turns(self, rec: UserRecord, gone: Sequence[Memory]) -> None:
-        """Before turns are deleted, remember per day the turn number after the highest one, so
-        a later turn of that day never gets a deleted turn's number and memory id: a retried
-        ``delete --memory-id`` can then never delete a newer memory."""
-        floors: dict[str, int] = {}
-        for m in gone:
-            if m.kind is MemoryKind.TURN and m.turn is not None:
-                floors[m.date] = max(floors.get(m.date, 0), m.turn + 1)
-        self._raise_turn_floors(rec, floors)
-
-    def _raise_turn_floors(self, rec: UserRecord, floors: dict[str, int]) -> None:
-        """Raise the user's per-day turn floors (``extra``) to at least ``floors``."""
-        known = rec.extra.get(_TURN_FLOOR, {})
-        if all(n <= known.get(day, 0) for day, n in floors.items()):
-            return
-        current = self.storage.get_user(rec.name)
-        extra = dict(current.extra if current else rec.extra)
-        merged = dict(extra.get(_TURN_FLOOR, {}))
-        for day, n in floors.items():
-            merged[day] = max(merged.get(day, 0), n)
-        extra[_TURN_FLOOR] = merged
-        self.storage.set_user_extra(rec.id, extra)
-        rec.extra = extra
 
     def _unlink_context(self, rec: UserRecord, target: Memory) -> None:
         """The turn after ``target`` is indexed with ``target``'s reply as context; give it the
@@ -970,8 +957,7 @@ class MemoryBank:
         recs = [self.user(user)] if user is not None else self.storage.list_users()
         n = 0
         for rec in recs:
-            self._raise_turn_floors(rec, self.storage.archived_turn_floors(rec.id))
-            n += self.storage.delete_archived(rec.id)
+            n += self.storage.delete_archived(rec.id)  # raises the turn floors in its transaction
         return n
 
     # -- maintenance --------------------------------------------------------------------------

@@ -61,11 +61,10 @@ def load_tokens(path: str | Path) -> dict[str, str]:
         raise InvalidInputError(f"cannot read the token file {path}: {e}") from e
     if not isinstance(data, dict) or not data:
         raise InvalidInputError(f'the token file {path} must hold a JSON object {{"<token>": "<user>"}}')
-    for token, user in data.items():
+    for token in data:
         if not isinstance(token, str) or len(token) < 16:
             raise InvalidInputError(f"token file {path}: every token needs 16+ characters")
-        validate_user(user)
-    return dict(data)
+    return {token: validate_user(user) for token, user in data.items()}
 
 
 class Users:
@@ -74,9 +73,7 @@ class Users:
     def __init__(self, user: str | None = None, tokens: Mapping[str, str] | None = None) -> None:
         if (user is None) == (not tokens):
             raise InvalidInputError("give the MCP server either one user (stdio) or tokens (HTTP)")
-        if user is not None:
-            validate_user(user)
-        self.user = user
+        self.user = validate_user(user) if user is not None else None
         self.tokens = dict(tokens or {})
 
     def for_token(self, header: str | None) -> str | None:

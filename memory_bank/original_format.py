@@ -347,12 +347,20 @@ def import_data(
     job without duplicates and without ``replace``. Everything is checked before the first write.
     """
     check_memory_data(data)
-    stripped = [k.strip() for k in data]
     plan = []
+    keys: dict[str, str] = {}  # the user-name rule's name -> the file's key
     for key, user in data.items():
-        name = key.strip() if stripped.count(key.strip()) == 1 else key
+        name = validate_user(key)
+        if name in keys:
+            raise MemoryFileError(
+                f"users {keys[name]!r} and {key!r} of the file are one user under the user-name rule "
+                "(spaces, Unicode normal form); merge them or rename one"
+            )
+        keys[name] = key
         digest = user_digest(key, user)
-        existing = bank.storage.get_user(name)
+        existing = bank.find_user(key)
+        if existing is not None:
+            name = existing.name  # a user stored before the rule keeps their exact name
         if existing is not None and existing.extra.get("import_digest") == digest:
             logger.warning("user %r was already imported from this record; skipped", name)
             continue

@@ -411,26 +411,77 @@ def months_in(text: str, *, years: tuple[int, ...] = ()) -> set[str]:
 MAX_USER_NAME = 200
 
 
-def validate_user(name: object) -> str:
-    """Return a usable user name or raise :class:`InvalidInputError` saying what is wrong.
+#: Characters that show as nothing (fillers and blanks that are letters or symbols to Unicode):
+#: a name with one of them looks like a name without it.
+_INVISIBLE = frozenset("\u115f\u1160\u3164\uffa0\u2800\u034f\u17b4\u17b5\u180b\u180c\u180d\u180e\u180f")
+#: A run of space separators (no-break, ideographic... spaces): one space in a user name. Tabs
+#: and line breaks inside a name are control characters, refused.
+_SPACES = re.compile(r"[^\S\t\n\r\x0b\x0c\x1c-\x1f\x85\u2028\u2029]+")
+#: Joiners, allowed between two visible characters (emoji sequences, Persian and Indic names).
+_JOINERS = frozenset("\u200c\u200d")
 
-    Names are opaque keys (they never become file paths), but an empty name, control characters
-    or a name over 200 characters is always a mistake. Surrounding spaces are kept (the paper's
-    data has keys like ``' Jason '``); lookups fall back to the stripped name.
+
+def validate_user(name: object) -> str:
+    """The user name as the store keys it, or :class:`InvalidInputError` saying what is wrong.
+
+    The one rule for user names, applied by every way in (add, search, delete, export, import,
+    stats, the web login, the MCP server, the LangChain adapters): Unicode NFC, surrounding
+    whitespace stripped and inner runs of whitespace made one space, so names that look the
+    same are the same user (``'Kim '`` is ``Kim``; NFD ``Zoë`` is NFC ``Zoë``; a no-break space
+    is a space). Refused, because
+    they could only make a second user that looks like another: an empty name, control or
+    unassigned characters, format characters (zero-width spaces, bidirectional overrides;
+    joiners only between two visible characters), characters that show as nothing (U+3164,
+    U+2800...), a name of no letter, digit, punctuation or symbol, a name that starts with a
+    combining mark, and names over :data:`MAX_USER_NAME` characters. Names are opaque keys
+    otherwise (they never become paths). Users stored under a name that breaks the rule
+    (before it existed) stay reachable by their exact name (:meth:`MemoryBank.user`).
     """
     if not isinstance(name, str):
         raise InvalidInputError(f"user name must be a string, got {type(name).__name__}")
-    if not name.strip():
+    key = _SPACES.sub(" ", unicodedata.normalize("NFC", name).strip())
+    if not key:
         raise InvalidInputError("user name is empty; give the name of the person whose memories these are")
-    if len(name) > MAX_USER_NAME:
-        raise InvalidInputError(f"user name is {len(name)} characters long; the limit is {MAX_USER_NAME}")
-    bad = [c for c in name if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn") and c not in "\u200d"]
+    if len(key) > MAX_USER_NAME:
+        raise InvalidInputError(f"user name is {len(key)} characters long; the limit is {MAX_USER_NAME}")
+    bad = [
+        c
+        for i, c in enumerate(key)
+        if unicodedata.category(c) in ("Cc", "Cs", "Co", "Cn")
+        or c in _INVISIBLE
+        or (unicodedata.category(c) == "Cf" and not (c in _JOINERS and _between_visible(key, i)))
+    ]
     if bad:
         raise InvalidInputError(
-            f"user name {name!r} contains control or invalid characters ({', '.join(repr(c) for c in bad[:3])}); "
-            "use printable characters only"
+            f"user name {name!r} contains invisible, control or invalid characters "
+            f"({', '.join(f'U+{ord(c):04X}' for c in bad[:3])}); use visible characters only"
         )
-    return name
+    if unicodedata.category(key[0]) in ("Mn", "Me", "Mc"):
+        raise InvalidInputError(f"user name {name!r} starts with a combining mark; start it with a letter")
+    if not any(unicodedata.category(c)[0] in "LNPS" for c in key):
+        raise InvalidInputError(
+            f"user name {name!r} has no visible letter, digit or symbol; give a name that can be read"
+        )
+    return key
+
+
+def _between_visible(text: str, i: int) -> bool:
+    """Whether ``text[i]`` (a joiner) stands between two visible, non-space characters."""
+    return (
+        0 < i < len(text) - 1
+        and not text[i - 1].isspace()
+        and not text[i + 1].isspace()
+        and unicodedata.category(text[i - 1])[0] not in "CZ"
+        and unicodedata.category(text[i + 1])[0] not in "CZ"
+    )
+
+
+def user_key(name: str) -> str | None:
+    """The name :func:`validate_user` makes of ``name``, or ``None`` where it refuses it."""
+    try:
+        return validate_user(name)
+    except InvalidInputError:
+        return None
 
 
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")

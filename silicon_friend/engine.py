@@ -212,7 +212,7 @@ class SiliconFriend:
     # -- sessions -----------------------------------------------------------------------------
     def start(self, user: str) -> Session:
         """Open a session for ``user`` (validated); ``returning`` says whether they have memories."""
-        validate_user(user)
+        user = validate_user(user)
         returning = False
         if self.bank.has_user(user):
             user = self.bank.user(user).name

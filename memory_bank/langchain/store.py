@@ -227,9 +227,7 @@ class MemoryBankStore(BaseStore):
     # -- operations ---------------------------------------------------------------------------
     def user_of(self, namespace: Namespace) -> str:
         """The bank user that ``namespace`` belongs to (an error if it names none)."""
-        user = self.namespace_user(tuple(namespace))
-        validate_user(user)
-        return user
+        return validate_user(self.namespace_user(tuple(namespace)))
 
     def _get(self, op: GetOp) -> Item | None:
         user = self.user_of(op.namespace)

@@ -30,6 +30,14 @@ from memory_bank.records import Memory, MemoryKind
 #: The version of the stored schema; every backend migrates older stores up to it.
 SCHEMA_VERSION = 4
 
+#: Key of a user's ``extra``: per day, the lowest turn number a new turn of that day may take
+#: (one more than the highest deleted one). Raised by the store in the transaction that deletes.
+TURN_FLOOR = "turn_floor"
+#: Key of a user's ``extra`` and of the store's ``meta``: the lowest turn number of any day. A
+#: deleted user raises the store's; a user created afterwards starts there, so a user deleted and
+#: created again never gets the memory ids of the deleted one (and the store keeps no name).
+TURN_BASE = "turn_base"
+
 
 @dataclasses.dataclass
 class UserRecord:
@@ -121,7 +129,8 @@ class Storage(abc.ABC):
     # writing memories
     @abc.abstractmethod
     def add_turn(self, user_id: int, memory: Memory, vector: np.ndarray | None, encoder: str) -> Memory:
-        """Append a turn numbered after the day's turns. ``memory.memory_id`` ending in
+        """Append a turn numbered after the day's turns, and never below a deleted turn's number
+        (the user's :data:`TURN_FLOOR` and :data:`TURN_BASE`). ``memory.memory_id`` ending in
         ``{turn}`` is a template filled with that number; any other id is an idempotency key
         (a memory the user already has under it is returned and nothing is written)."""
 
@@ -155,12 +164,6 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def delete_archived(self, user_id: int) -> int:
         """Delete the user's archived (forgotten) memories for good; returns how many."""
-
-    @abc.abstractmethod
-    def archived_turn_floors(self, user_id: int) -> dict[str, int]:
-        """Per day with archived turns, one more than the highest archived turn number: what a
-        purge records so that no later turn of that day reuses a purged turn's memory id
-        (read without listing the user's history)."""
 
     @abc.abstractmethod
     def mark_stale(self, user_id: int, kinds: Iterable[MemoryKind], dates: Iterable[str] | None) -> int: ...

@@ -118,6 +118,9 @@ class PostgresStorage(SQLStorage):
         "ON memories (user_id, date, turn) WHERE kind = 'turn';",
     }
     LOCK_USER = "SELECT 1 FROM users WHERE id = ? FOR NO KEY UPDATE"
+    # Two transactions creating one user name (two imports, an import and an add) would both
+    # insert it; the second would fail on the unique name. This lock makes them take turns.
+    LOCK_NAME = "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))"
     MIGRATIONS = _MIGRATIONS
 
     def __init__(

@@ -25,7 +25,7 @@ import numpy as np
 
 from memory_bank.errors import InvalidInputError, StoreError, UserNotFoundError
 from memory_bank.records import Memory, MemoryKind, index_text
-from memory_bank.stores.base import SCHEMA_VERSION, Storage, UserRecord, VectorBatch
+from memory_bank.stores.base import SCHEMA_VERSION, TURN_BASE, TURN_FLOOR, Storage, UserRecord, VectorBatch
 
 T = TypeVar("T")
 
@@ -202,6 +202,9 @@ class SQLStorage(Storage):
     BY_KIND_HINT: ClassVar[str] = ""
     #: Migrations from version N to N+1, applied in order inside one transaction.
     MIGRATIONS: ClassVar[dict[int, str]]
+    #: Takes a lock on a user name for the rest of the transaction (``None``: every write
+    #: transaction already excludes the others, as in SQLite).
+    LOCK_NAME: ClassVar[str | None] = None
 
     @classmethod
     def schema_sql(cls) -> str:
@@ -283,12 +286,15 @@ class SQLStorage(Storage):
         user = self.get_user(name)
         if user is not None:
             return user
-        self._write(
-            lambda c: c.execute(
+
+        def run(c: Cursor) -> None:
+            self._lock_name(c, name)
+            c.execute(
                 "INSERT INTO users(name, extra) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
-                (name, json.dumps(extra or {}, ensure_ascii=False)),
+                (name, json.dumps(self._new_user_extra(c, extra or {}), ensure_ascii=False)),
             )
-        )
+
+        self._write(run)
         user = self.get_user(name)
         if user is None:  # deleted by another writer in between
             raise UserNotFoundError(f"user {name!r} was deleted while being created; try again")
@@ -320,6 +326,7 @@ class SQLStorage(Storage):
             if not self._lock_user(c, user_id, missing_ok=True):
                 return 0
             n = int(c.execute("SELECT COUNT(*) FROM memories WHERE user_id = ?", (user_id,)).fetchone()[0])
+            self._raise_store_base(c, self._turn_above(c, user_id))
             c.execute(
                 "DELETE FROM embeddings WHERE memory_rowid IN (SELECT id FROM memories WHERE user_id = ?)",
                 (user_id,),
@@ -340,13 +347,24 @@ class SQLStorage(Storage):
         encoder: str,
     ) -> UserRecord:
         def run(c: Cursor) -> None:
+            self._lock_name(c, name)  # two imports of one user run one after the other
             old = c.execute("SELECT id FROM users WHERE name = ?", (name,)).fetchone()
+            new_extra = dict(extra)
             if old is not None and self._lock_user(c, int(old[0]), missing_ok=True):
-                self._delete(c, "user_id = ?", (int(old[0]),))
+                self._delete(c, "user_id = ?", (int(old[0]),), user_id=int(old[0]))
+                # The new user keeps the old one's floors: no later turn takes a replaced id.
+                kept = self._extra(c, int(old[0]))
+                floors = dict(kept.get(TURN_FLOOR, {}))
+                for day, n in dict(new_extra.get(TURN_FLOOR, {})).items():
+                    floors[day] = max(int(n), int(floors.get(day, 0)))
+                new_extra[TURN_FLOOR] = floors
+                new_extra[TURN_BASE] = max(int(kept.get(TURN_BASE, 0)), int(new_extra.get(TURN_BASE, 0)))
                 c.execute("DELETE FROM users WHERE id = ?", (int(old[0]),))
+            else:
+                new_extra = self._new_user_extra(c, new_extra)
             row = c.execute(
                 "INSERT INTO users(name, extra) VALUES (?, ?) RETURNING id",
-                (name, json.dumps(extra, ensure_ascii=False)),
+                (name, json.dumps(new_extra, ensure_ascii=False)),
             ).fetchone()
             user_id = int(row[0])
             ids = self._insert_new(c, user_id, memories) if memories else {}
@@ -367,6 +385,46 @@ class SQLStorage(Storage):
         if user is None:  # deleted by another writer right after the commit
             raise UserNotFoundError(f"user {name!r} was deleted while being imported; import again")
         return user
+
+    def _lock_name(self, c: Cursor, name: str) -> None:
+        """Serialise the transactions that create a user ``name`` (see :attr:`LOCK_NAME`)."""
+        if self.LOCK_NAME:
+            c.execute(self.LOCK_NAME, (name,))
+
+    @staticmethod
+    def _extra(c: Cursor, user_id: int) -> dict[str, Any]:
+        row = c.execute("SELECT extra FROM users WHERE id = ?", (user_id,)).fetchone()
+        return dict(json.loads(row[0])) if row else {}
+
+    @staticmethod
+    def _new_user_extra(c: Cursor, extra: dict[str, Any]) -> dict[str, Any]:
+        """``extra`` of a user created now: they start at the store's turn base (above every
+        turn of a deleted user), so they never get a deleted user's memory ids."""
+        row = c.execute("SELECT value FROM meta WHERE key = ?", (TURN_BASE,)).fetchone()
+        base = int(row[0]) if row else 0
+        return {**extra, TURN_BASE: max(base, int(extra.get(TURN_BASE, 0)))} if base else dict(extra)
+
+    def _turn_above(self, c: Cursor, user_id: int) -> int:
+        """A turn number above every turn the user has or had (their floors and base)."""
+        row = c.execute(
+            "SELECT MAX(turn) FROM memories WHERE user_id = ? AND kind = 'turn'", (user_id,)
+        ).fetchone()
+        extra = self._extra(c, user_id)
+        floors = [int(n) for n in dict(extra.get(TURN_FLOOR, {})).values()]
+        top = -1 if row is None or row[0] is None else int(row[0])
+        return max([top + 1, int(extra.get(TURN_BASE, 0)), *floors])
+
+    @staticmethod
+    def _raise_store_base(c: Cursor, base: int) -> None:
+        if base <= 0:
+            return
+        row = c.execute("SELECT value FROM meta WHERE key = ?", (TURN_BASE,)).fetchone()
+        if row is not None and int(row[0]) >= base:
+            return
+        c.execute(
+            "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (TURN_BASE, str(base)),
+        )
 
     def _lock_user(self, c: Cursor, user_id: int, *, missing_ok: bool = False) -> bool:
         """Take the user's lock: this user's writers run one at a time, in commit order."""
@@ -407,7 +465,11 @@ class SQLStorage(Storage):
                 (user_id, memory.date),
             ).fetchone()
             turn = 0 if row is None or row[0] is None else int(row[0]) + 1
-            turn = max(turn, memory.turn or 0)  # never below a deleted turn: ids are not reused
+            extra = self._extra(c, user_id)
+            floor = max(
+                int(dict(extra.get(TURN_FLOOR, {})).get(memory.date, 0)), int(extra.get(TURN_BASE, 0))
+            )
+            turn = max(turn, floor, memory.turn or 0)  # never below a deleted turn: ids are not reused
             # Only the trailing placeholder is filled: user names may contain braces.
             memory_id = memory.memory_id[: -len(_TURN_SLOT)] + str(turn) if templated else memory.memory_id
             new = dataclasses.replace(memory, turn=turn, memory_id=memory_id)
@@ -570,7 +632,7 @@ class SQLStorage(Storage):
         def run(c: Cursor) -> int:
             if not self._lock_user(c, user_id, missing_ok=True):
                 return 0
-            n = self._delete(c, cond, (user_id, *args))
+            n = self._delete(c, cond, (user_id, *args), user_id=user_id)
             if scrub_dates is not None:
                 c.execute(
                     f"DELETE FROM embeddings WHERE memory_rowid IN (SELECT id {scrub})", (user_id, *day_args)
@@ -588,24 +650,33 @@ class SQLStorage(Storage):
         def run(c: Cursor) -> int:
             if not self._lock_user(c, user_id, missing_ok=True):
                 return 0
-            n = self._delete(c, "user_id = ? AND archived = ?", (user_id, True))
+            n = self._delete(c, "user_id = ? AND archived = ?", (user_id, True), user_id=user_id)
             if n:
                 self._bump(c, user_id, epoch=True)
             return n
 
         return self._write(run)
 
-    def archived_turn_floors(self, user_id: int) -> dict[str, int]:
-        rows = self._rows(
-            "SELECT date, MAX(turn) FROM memories WHERE user_id = ? AND kind = 'turn' AND archived = ? "
-            "AND turn IS NOT NULL GROUP BY date",
-            (user_id, True),
-        )
-        return {str(r[0]): int(r[1]) + 1 for r in rows}
-
-    @staticmethod
-    def _delete(c: Cursor, where: str, args: Sequence[Any]) -> int:
-        """Delete the memories matching ``where``, their vectors first."""
+    def _delete(self, c: Cursor, where: str, args: Sequence[Any], *, user_id: int) -> int:
+        """Delete the memories of ``user_id`` matching ``where``, their vectors first, after
+        raising the user's turn floors above the deleted turns in the same transaction: a later
+        turn of those days never takes a deleted turn's number and memory id, whatever deleted
+        it (a delete, forgetting with ``action: delete``, a purge, an import's replace)."""
+        rows = c.execute(
+            f"SELECT date, MAX(turn) FROM memories WHERE {where} AND kind = 'turn' AND turn IS NOT NULL "
+            "GROUP BY date",
+            args,
+        ).fetchall()
+        if rows:
+            extra = self._extra(c, user_id)
+            floors = dict(extra.get(TURN_FLOOR, {}))
+            raised = {str(d): int(t) + 1 for d, t in rows if int(t) + 1 > int(floors.get(str(d), 0))}
+            if raised:
+                extra[TURN_FLOOR] = {**floors, **raised}
+                c.execute(
+                    "UPDATE users SET extra = ? WHERE id = ?",
+                    (json.dumps(extra, ensure_ascii=False), user_id),
+                )
         c.execute(
             f"DELETE FROM embeddings WHERE memory_rowid IN (SELECT id FROM memories WHERE {where})", args
         )

@@ -23,8 +23,7 @@ def parse_credential(text: str, where: str = "--auth") -> tuple[str, str]:
     user, sep, password = text.strip().partition(":")
     if not sep or not user or not password:
         raise InvalidInputError(f"{where}: expected user:password, got {text.strip()[:40]!r}")
-    validate_user(user)
-    return user, password
+    return validate_user(user), password
 
 
 def load_credentials(pairs: Iterable[str] = (), auth_file: str | Path | None = None) -> list[tuple[str, str]]:

@@ -339,19 +339,29 @@ def test_memory_ids_are_never_reused_after_a_delete(make_bank) -> None:  # type:
     assert [m.query for m in bank.history("Ann")] == ["first", "third, added after the delete"]
 
 
-def test_archived_turn_floors_name_the_day_after_the_highest_archived_turn(storage: Storage) -> None:
+def test_every_delete_of_the_store_keeps_later_turns_above_the_deleted_ones(storage: Storage) -> None:
+    """Issue 15, item 5, at the root: the store raises the turn floor in the transaction that
+    deletes (a memory, the archived ones, a replaced or deleted user), so no caller has a step
+    to forget and a crash between two steps cannot lose the floor."""
     u = storage.ensure_user("Ann").id
-    other = storage.ensure_user("Bob").id
     t = [storage.add_turn(u, turn("Ann", "2023-05-01", f"t{i}"), None, ENC) for i in range(3)]
-    later = storage.add_turn(u, turn("Ann", "2023-05-02", "later"), None, ENC)
-    bob = storage.add_turn(other, turn("Bob", "2023-05-01", "bob"), None, ENC)
-    assert storage.archived_turn_floors(u) == {}
-    storage.set_archived(u, [t[0].rowid or 0, t[1].rowid or 0, later.rowid or 0], True)
-    storage.set_archived(other, [bob.rowid or 0], True)
-    assert storage.archived_turn_floors(u) == {"2023-05-01": 2, "2023-05-02": 1}
+    storage.delete_memories(u, [t[2].rowid or 0])
+    assert storage.add_turn(u, turn("Ann", "2023-05-01", "after a delete"), None, ENC).turn == 3
+    last = storage.memories(u)[-1]
+    storage.set_archived(u, [last.rowid or 0], True)
     storage.delete_archived(u)
-    assert storage.archived_turn_floors(u) == {}
-    assert storage.archived_turn_floors(other) == {"2023-05-01": 1}
+    assert storage.add_turn(u, turn("Ann", "2023-05-01", "after a purge"), None, ENC).turn == 4
+    imported = turn("Ann", "2023-05-01", "imported", turn=0)
+    imported.memory_id = "Ann_2023-05-01_imported"
+    storage.replace_user("Ann", {}, [imported], [], None, ENC)
+    u = storage.get_user("Ann").id  # type: ignore[union-attr]
+    assert storage.add_turn(u, turn("Ann", "2023-05-01", "after a replace"), None, ENC).turn == 5
+    storage.delete_user(u)
+    again = storage.ensure_user("Ann").id
+    first = storage.add_turn(again, turn("Ann", "2023-05-01", "a new Ann"), None, ENC)
+    assert first.turn == 6 and first.memory_id == "Ann_2023-05-01_6"
+    other = storage.ensure_user("Bob").id  # created after the delete: starts above it too
+    assert storage.add_turn(other, turn("Bob", "2023-06-01", "bob"), None, ENC).turn == 6
 
 
 def test_memory_ids_are_never_reused_after_a_purge(make_bank) -> None:  # type: ignore[no-untyped-def]
