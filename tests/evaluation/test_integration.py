@@ -79,4 +79,3 @@ def test_madial_recall_floor_above_both_baselines(tmp_path, capsys, lang) -> Non
     at10 = {name: m["turn_recall"]["all"]["10"] for name, m in s.items()}
     assert at10["ours"] >= MADIAL_FLOORS[lang], at10
     assert at10["ours"] > at10["dense"] and at10["ours"] > at10["bm25"], at10
-
