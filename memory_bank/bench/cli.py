@@ -82,6 +82,7 @@ def _bench(args: argparse.Namespace) -> int:
         "rounds": args.rounds,
         "queries": args.queries,
         "workdir": args.workdir,
+        "keep": True if args.workdir else None,  # --workdir keeps the stores for reruns
         "seed": args.seed,
     }
     if args.baselines is not None:
