@@ -30,6 +30,7 @@ from silicon_friend.memories import export_bytes
 from silicon_friend.web.downloads import DownloadStore
 from silicon_friend.web.memory_tab import CSS as MEMORY_TAB_CSS
 from silicon_friend.web.memory_tab import MemoryTab
+from silicon_friend.web.refusal import Refused
 from silicon_friend.web.safe_text import inert_markdown
 from silicon_friend.web.sessions import SessionRegistry, WebSession
 from silicon_friend.web.texts import UITexts, ui_texts
@@ -67,10 +68,6 @@ def normalise_history(history: Sequence[Any] | None) -> list[dict[str, str]]:
             if bot is not None:
                 out.append({"role": "assistant", "content": message_text(bot)})
     return out
-
-
-class Refused(Exception):
-    """An action that cannot run as asked; its message is shown as a toast."""
 
 
 class WebApp:

@@ -25,7 +25,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import gradio as gr
 
@@ -45,12 +45,26 @@ from silicon_friend.memory_view import (
     knowledge,
     page_of,
 )
+from silicon_friend.web.refusal import Refused
 from silicon_friend.web.safe_text import inert_markdown
 from silicon_friend.web.sessions import SessionRegistry
 from silicon_friend.web.texts import MemoryTabTexts, memory_texts
 
-if TYPE_CHECKING:
-    from silicon_friend.web.app import WebApp
+
+class HostApp(Protocol):
+    """What the tab uses of the app it is part of (:class:`silicon_friend.web.app.WebApp`)."""
+
+    engine: Any
+    auth: bool
+    texts: Any
+
+    def _session(self, name: str | None, request: Any) -> Any: ...
+    def _current(self, request: Any) -> Any: ...
+    def _tab(self, request: Any) -> Any: ...
+    def _render_tab(self, request: Any) -> list[dict[str, str]]: ...
+    @staticmethod
+    def _warn(message: str) -> None: ...
+
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +139,7 @@ class MemoryTab:
 
     css = CSS
 
-    def __init__(self, app: "WebApp") -> None:
+    def __init__(self, app: HostApp) -> None:
         self.app = app
         self.texts: MemoryTabTexts = memory_texts(app.engine.language)
         self.views = ViewRegistry()
@@ -270,8 +284,6 @@ class MemoryTab:
         self, name: str, request: gr.Request | None, form: Sequence[Any]
     ) -> tuple[str, TabView, MemoryFilter]:
         """The signed-in user, their view in this tab and the parsed filter; raises ``Refused``."""
-        from silicon_friend.web.app import Refused
-
         user = self.app._session(name, request).user
         try:
             flt = MemoryFilter.parse(*form)
@@ -289,8 +301,6 @@ class MemoryTab:
     ) -> tuple[Any, ...]:
         """Run ``action(user, view)`` (True: keep the selection open) and render the tab; a
         refusal or a library error is a toast and changes nothing on the page."""
-        from silicon_friend.web.app import Refused
-
         keep = (gr.update(),) * len(self.outputs)
         try:
             user, view, flt = self._open(name, request, form)
@@ -368,8 +378,6 @@ class MemoryTab:
 
     def select(self, name: str, evt: gr.SelectData, request: gr.Request) -> tuple[Any, ...]:
         """A click on a table row: open that memory (looked up in the page this tab was shown)."""
-        from silicon_friend.web.app import Refused
-
         try:
             user = self.app._session(name, request).user
         except Refused as e:
