@@ -34,11 +34,6 @@ class SessionEndedError(SiliconFriendError, InvalidInputError):
     """The session's user was forgotten ("Forget me"): it takes no more messages."""
 
 
-class Refused(Exception):
-    """A web-app action that cannot run as asked (no user, a bad filter); its message is shown
-    as a toast and the page stays as it was."""
-
-
 class SummaryFailedError(SiliconFriendError):
     """Some summaries could not be made (the others were); those keep their previous text.
 

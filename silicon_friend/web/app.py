@@ -37,12 +37,13 @@ import gradio as gr
 from memory_bank.errors import MemoryBankError
 from memory_bank.text import validate_user
 from silicon_friend.engine import ChatSettings, Session, SiliconFriend, Turn
-from silicon_friend.errors import Refused, SessionEndedError, SummaryFailedError
+from silicon_friend.errors import SessionEndedError, SummaryFailedError
 from silicon_friend.memories import export_bytes
 from silicon_friend.web.downloads import DownloadStore
 from silicon_friend.web.i18n import Translations
 from silicon_friend.web.memory_tab import CSS as MEMORY_TAB_CSS
 from silicon_friend.web.memory_tab import MemoryTab
+from silicon_friend.web.refusal import Refused
 from silicon_friend.web.safe_text import inert_markdown
 from silicon_friend.web.sessions import SessionRegistry, WebSession
 from silicon_friend.web.texts import LANGUAGES, UI, UITexts, ui_texts

@@ -31,7 +31,6 @@ import gradio as gr
 
 from memory_bank.errors import MemoryBankError, MemoryNotFoundError
 from memory_bank.records import Memory
-from silicon_friend.errors import Refused
 from silicon_friend.memories import retention_figure
 from silicon_friend.memory_view import (
     KINDS,
@@ -46,6 +45,7 @@ from silicon_friend.memory_view import (
     knowledge,
     page_of,
 )
+from silicon_friend.web.refusal import Refused
 from silicon_friend.web.safe_text import inert_markdown
 from silicon_friend.web.sessions import SessionRegistry
 from silicon_friend.web.texts import MemoryTabTexts, memory_texts
@@ -150,6 +150,9 @@ class MemoryTab:
         #: The components :meth:`view` fills, and the inputs of :meth:`memories` (set by :meth:`build`).
         self.outputs: list[Any] = []
         self.inputs: list[Any] = []
+        #: The handler that shows the tab: ``(name, value, search, kind, status, from, to, page, request)``.
+        self.by_name = self.handlers()
+        self.memories = self.by_name["memories"]
 
     @property
     def bank(self) -> Any:
@@ -322,25 +325,22 @@ class MemoryTab:
             return self.cleared()
         return self.view(user, view, flt, page, keep_selection=keep_selection)
 
-    def memories(
+    def _handler(
         self,
-        name: str,
-        text: str,
-        kind: str,
-        status: str,
-        since: str,
-        until: str,
-        page: float,
-        request: gr.Request,
-    ) -> tuple[Any, ...]:
-        """Show the tab (the filter and page as given)."""
-        if self.app._tab(request).session is None and not self.app.auth and not (name or "").strip():
-            return self.cleared()
-        return self._run(name, request, (text, kind, since, until, status), page)
+        action: Callable[[str, TabView, str, gr.Request], bool] | None,
+        fn_name: str,
+        *,
+        step: int = 0,
+        extra: Callable[[gr.Request, bool], Any] | None = None,
+    ) -> Callable[..., tuple[Any, ...]]:
+        """A Gradio handler over the tab's form: ``(name, value, search, kind, status, from, to,
+        page, request)``; it runs ``action(user, view, value, request)`` (True: keep the selection
+        open) on page ``page + step`` and renders the tab, plus ``extra(request, acted)`` if given.
+        ``value`` is the text box the action reads (the edit box, or "Remember that…")."""
 
-    def turn_page(self, step: int) -> Callable[..., tuple[Any, ...]]:
-        def turn(
+        def handle(
             name: str,
+            value: str,
             text: str,
             kind: str,
             status: str,
@@ -349,10 +349,36 @@ class MemoryTab:
             page: float,
             request: gr.Request,
         ) -> tuple[Any, ...]:
-            return self._run(name, request, (text, kind, since, until, status), int(page or 1) + step)
+            done: list[bool] = []
+            run = None
+            if action is not None:
 
-        turn.__name__ = "next_page" if step > 0 else "previous_page"
-        return turn
+                def run(user: str, view: TabView) -> bool:
+                    keep = action(user, view, value, request)
+                    done.append(True)
+                    return keep
+
+            nobody = self.app._tab(request).session is None and not self.app.auth and not (name or "").strip()
+            if action is None and nobody:  # no one has said who they are: an empty tab, no warning
+                return self.cleared()
+            out = self._run(name, request, (text, kind, since, until, status), int(page or 1) + step, run)
+            return out if extra is None else (*out, extra(request, bool(done)))
+
+        handle.__name__ = fn_name
+        return handle
+
+    def handlers(self) -> dict[str, Callable[..., tuple[Any, ...]]]:
+        """Every form handler of the tab, by name (also the name of its API endpoint)."""
+        return {
+            "memories": self._handler(None, "memories"),
+            "previous_page": self._handler(None, "previous_page", step=-1),
+            "next_page": self._handler(None, "next_page", step=+1),
+            "save": self._handler(self._save, "save"),
+            "delete": self._handler(self._delete, "delete", extra=lambda r, _: self.app._render_tab(r)),
+            "undo": self._handler(self._undo, "undo"),
+            "restore": self._handler(self._restore, "restore"),
+            "add": self._handler(self._add, "add", extra=lambda _, done: "" if done else gr.update()),
+        }
 
     def select(self, name: str, evt: gr.SelectData, request: gr.Request) -> tuple[Any, ...]:
         """A click on a table row: open that memory (looked up in the page this tab was shown)."""
@@ -372,121 +398,48 @@ class MemoryTab:
         view.selected = found.memory_id
         return self._selection(user, found)
 
+    # -- actions (user, their view in this tab, the text box's value, the request) ---------------
     def _selected(self, view: TabView) -> str:
         if not view.selected:
             raise MemoryBankError(self.texts.pick_first)
         return view.selected
 
-    def save(
-        self,
-        name: str,
-        new_text: str,
-        text: str,
-        kind: str,
-        status: str,
-        since: str,
-        until: str,
-        page: float,
-        request: gr.Request,
-    ) -> tuple[Any, ...]:
-        def edit(user: str, view: TabView) -> bool:
-            self.bank.update_memory(user, self._selected(view), text=new_text)
-            gr.Info(self.texts.saved)
-            return True
+    def _save(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
+        self.bank.update_memory(user, self._selected(view), text=value)
+        gr.Info(self.texts.saved)
+        return True
 
-        return self._run(name, request, (text, kind, since, until, status), page, edit)
+    def _delete(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
+        gone = self.bank.delete_memory(user, self._selected(view))
+        view.undo = [*view.undoable(), (time.monotonic(), gone)][-UNDO_DEPTH:]
+        view.selected = None
+        session = self.app._current(request)
+        if session is not None:  # the chat's recent turns (its prompt window) drop it too
+            with session.lock:
+                session.turns = [t for t in session.turns if t.memory_id != gone.memory_id]
+        gr.Info(self.texts.deleted.format(text=excerpt(gone.text, 60)))
+        return False
 
-    def delete(
-        self,
-        name: str,
-        text: str,
-        kind: str,
-        status: str,
-        since: str,
-        until: str,
-        page: float,
-        request: gr.Request,
-    ) -> tuple[Any, ...]:
-        def remove(user: str, view: TabView) -> bool:
-            gone = self.bank.delete_memory(user, self._selected(view))
-            view.undo = [*view.undoable(), (time.monotonic(), gone)][-UNDO_DEPTH:]
-            view.selected = None
-            session = self.app._current(request)
-            if session is not None:  # the chat's recent turns (its prompt window) drop it too
-                with session.lock:
-                    session.turns = [t for t in session.turns if t.memory_id != gone.memory_id]
-            gr.Info(self.texts.deleted.format(text=excerpt(gone.text, 60)))
+    def _undo(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
+        if not view.undoable():
+            self.app._warn(self.texts.nothing_to_undo)
             return False
+        memory = dataclasses.replace(view.undo.pop()[1], rowid=None)
+        self.bank.add_memories(user, [memory])
+        view.selected = memory.memory_id
+        gr.Info(self.texts.undone.format(text=excerpt(memory.text, 60)))
+        return True
 
-        return (
-            *self._run(name, request, (text, kind, since, until, status), page, remove),
-            self.app._render_tab(request),
-        )
+    def _restore(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
+        self.bank.restore(user, [self._selected(view)])
+        gr.Info(self.texts.restored)
+        return True
 
-    def undo(
-        self,
-        name: str,
-        text: str,
-        kind: str,
-        status: str,
-        since: str,
-        until: str,
-        page: float,
-        request: gr.Request,
-    ) -> tuple[Any, ...]:
-        def bring_back(user: str, view: TabView) -> bool:
-            if not view.undoable():
-                self.app._warn(self.texts.nothing_to_undo)
-                return False
-            memory = dataclasses.replace(view.undo.pop()[1], rowid=None)
-            self.bank.add_memories(user, [memory])
-            view.selected = memory.memory_id
-            gr.Info(self.texts.undone.format(text=excerpt(memory.text, 60)))
-            return True
-
-        return self._run(name, request, (text, kind, since, until, status), page, bring_back)
-
-    def restore(
-        self,
-        name: str,
-        text: str,
-        kind: str,
-        status: str,
-        since: str,
-        until: str,
-        page: float,
-        request: gr.Request,
-    ) -> tuple[Any, ...]:
-        def bring_back(user: str, view: TabView) -> bool:
-            self.bank.restore(user, [self._selected(view)])
-            gr.Info(self.texts.restored)
-            return True
-
-        return self._run(name, request, (text, kind, since, until, status), page, bring_back)
-
-    def add(
-        self,
-        name: str,
-        new_text: str,
-        text: str,
-        kind: str,
-        status: str,
-        since: str,
-        until: str,
-        page: float,
-        request: gr.Request,
-    ) -> tuple[Any, ...]:
-        added: list[Memory] = []
-
-        def remember(user: str, view: TabView) -> bool:
-            memory = self.bank.add_turn(user, (new_text or "").strip(), "", extra={"added_by_hand": True})
-            added.append(memory)
-            view.selected = memory.memory_id
-            gr.Info(self.texts.added.format(text=excerpt(memory.text, 60)))
-            return True
-
-        out = self._run(name, request, (text, kind, since, until, status), page, remember)
-        return (*out, "" if added else gr.update())
+    def _add(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
+        memory = self.bank.add_turn(user, (value or "").strip(), "", extra={"added_by_hand": True})
+        view.selected = memory.memory_id
+        gr.Info(self.texts.added.format(text=excerpt(memory.text, 60)))
+        return True
 
     def on_unload(self, request: gr.Request) -> None:
         self.views.drop(request)
@@ -552,23 +505,31 @@ class MemoryTab:
 
         self.outputs = [knows, info, page, table, plot, detail, detail_md, edit, restore, undo]
         form = [text, kind, status, since, until, page]
-        gr.on(
-            [apply.click, text.submit, since.submit, until.submit, kind.input, status.input, page.submit, tab.select],
-            self.memories, [name, *form], self.outputs, **quiet,
-        )  # fmt: skip
-        previous.click(self.turn_page(-1), [name, *form], self.outputs, **quiet)
-        following.click(self.turn_page(+1), [name, *form], self.outputs, **quiet)
+        h = self.by_name
+        self.inputs = [name, edit, *form]
+        refresh = [
+            apply.click,
+            text.submit,
+            since.submit,
+            until.submit,
+            kind.input,
+            status.input,
+            page.submit,
+        ]
+        gr.on([*refresh, tab.select], h["memories"], self.inputs, self.outputs, **quiet)
+        previous.click(h["previous_page"], self.inputs, self.outputs, **quiet)
+        following.click(h["next_page"], self.inputs, self.outputs, **quiet)
         table.select(self.select, [name], [detail, detail_md, edit, restore], **quiet)
-        save.click(self.save, [name, edit, *form], self.outputs, **quiet)
-        delete.click(self.delete, [name, *form], [*self.outputs, chatbot], **quiet)
-        undo.click(self.undo, [name, *form], self.outputs, **quiet)
-        restore.click(self.restore, [name, *form], self.outputs, **quiet)
+        for button in ("save", "undo", "restore"):
+            {"save": save, "undo": undo, "restore": restore}[button].click(
+                h[button], self.inputs, self.outputs, **quiet
+            )
+        delete.click(h["delete"], self.inputs, [*self.outputs, chatbot], **quiet)
         gr.on(
             [add.click, new_memory.submit],
-            self.add,
+            h["add"],
             [name, new_memory, *form],
             [*self.outputs, new_memory],
             **quiet,
         )
-        self.inputs = [name, *form]
         return self.outputs

@@ -196,14 +196,14 @@ def test_silicon_friend_delete_memory_and_forget_me(tmp_path) -> None:  # type: 
     form = ("", "all", "all", "", "", 1)
     view = app.memory_tab.views.get(req, "Ann")
     view.selected = said  # what a click on its row does
-    out = app.memory_tab.delete("Ann", *form, req)
+    out = app.memory_tab.handlers()["delete"]("Ann", "", *form, req)
     assert all(SECRET not in json.dumps(m) for m in out[-1])  # the chat view drops it too
     view.selected = next(m.memory_id for m in bank.history("Ann") if SECRET in (m.query or ""))
-    app.memory_tab.delete("Ann", *form, req)
+    app.memory_tab.handlers()["delete"]("Ann", "", *form, req)
     view.undo.clear()  # the undo list would bring them back; "Forget me" drops it too
     _resummarize(bank, "Ann")
     assert _found_anywhere(bank, store, "Ann", SECRET) == []
-    out = app.memory_tab.memories("Ann", *form, req)
+    out = app.memory_tab.memories("Ann", "", *form, req)
     assert SECRET not in json.dumps(out[:4], default=str)
     path = export_user(bank, "Ann", tmp_path / "exp")
     assert SECRET not in path.read_text(encoding="utf-8") and KEEP in path.read_text(encoding="utf-8")
@@ -215,7 +215,7 @@ def test_silicon_friend_delete_memory_and_forget_me(tmp_path) -> None:  # type: 
     assert not bank.has_user("Ann") and app.sessions.get(req).session.turns == []
     assert chatbot == [] and table["data"] == []
     assert _raw_hits(store, KEEP) == [] and _raw_hits(store, SECRET) == []
-    assert app.memory_tab.memories("Ann", *form, req)[3]["data"] == []
+    assert app.memory_tab.memories("Ann", "", *form, req)[3]["data"] == []
     _bob_intact(bank, store)
     bank.close()
 

@@ -72,18 +72,18 @@ def test_filters_page_and_state_the_total(forgetting_bank) -> None:  # type: ign
     with pytest.raises(InvalidInputError, match="from"):
         MemoryFilter.parse("", "all", "2023-13-40", "", "all")
     app = make_app(forgetting_bank)
-    out = app.memory_tab.memories("Ann", *FORM, ANN)
+    out = app.memory_tab.memories("Ann", "", *FORM, ANN)
     assert "1–25 of 31" in out[1] and len(rows(out)) == 25  # no silent limit: paged and stated
-    out = app.memory_tab.turn_page(+1)("Ann", *FORM, ANN)
+    out = app.memory_tab.handlers()["next_page"]("Ann", "", *FORM, ANN)
     assert "26–31 of 31" in out[1] and out[2] == 2 and len(rows(out)) == 6
     with pytest.warns(UserWarning, match="before it starts"):
-        app.memory_tab.memories("Ann", "", "all", "all", "2023-05-02", "2023-05-01", 1, ANN)
+        app.memory_tab.memories("Ann", "", "", "all", "all", "2023-05-02", "2023-05-01", 1, ANN)
 
 
 def test_what_it_knows_shows_the_layers_or_says_how_they_are_made(forgetting_bank) -> None:  # type: ignore[no-untyped-def]
     app = make_app(forgetting_bank)
     seed(forgetting_bank, n=2)
-    assert "When a day of chatting is over" in app.memory_tab.memories("Ann", *FORM, ANN)[0]
+    assert "When a day of chatting is over" in app.memory_tab.memories("Ann", "", *FORM, ANN)[0]
     forgetting_bank.set_layer("Ann", MemoryKind.GLOBAL_PORTRAIT, "Ann is calm and loves gardening.")
     forgetting_bank.set_layer("Ann", MemoryKind.GLOBAL_SUMMARY, "Ann adopted a cat, Miso.")
     for day in range(1, 10):
@@ -94,43 +94,43 @@ def test_what_it_knows_shows_the_layers_or_says_how_they_are_made(forgetting_ban
     k = knowledge(forgetting_bank, "Ann")
     assert k.portrait.startswith("Ann is calm") and len(k.days) == 7 and k.older_days == 2
     assert k.days[0] == ("2023-05-09", "Day 9: garden work.", "Cheerful.")
-    shown = app.memory_tab.memories("Ann", *FORM, ANN)[0]
+    shown = app.memory_tab.memories("Ann", "", *FORM, ANN)[0]
     assert "Ann is calm" in shown and "Ann adopted a cat" in shown and "2 earlier days" in shown
-    zh = make_app(forgetting_bank, "zh").memory_tab.memories("Ann", *FORM, ANN)[0]
+    zh = make_app(forgetting_bank, "zh").memory_tab.memories("Ann", "", *FORM, ANN)[0]
     assert "我对你的了解" in zh and "更早的 2 天" in zh
 
 
 def test_edit_add_delete_undo_and_restore(forgetting_bank) -> None:  # type: ignore[no-untyped-def]
     seed(forgetting_bank, n=1)
     app = make_app(forgetting_bank)
-    out = app.memory_tab.memories("Ann", *FORM, ANN)
+    out = app.memory_tab.memories("Ann", "", *FORM, ANN)
     assert [r[2] for r in rows(out)] == ["note 0 about the garden ok", "I adopted a cat named Miso. Lovely!"]
     detail = click_row(app, "Ann", 1, ANN)
     assert "I adopted a cat named Miso." in detail[1] and detail[2]["value"].startswith("I adopted")
-    out = app.memory_tab.save("Ann", "I adopted a cat named Mochi.", *FORM, ANN)
+    out = app.memory_tab.handlers()["save"]("Ann", "I adopted a cat named Mochi.", *FORM, ANN)
     cat = forgetting_bank.history("Ann", date="2023-04-28")[0]
     assert cat.text == "I adopted a cat named Mochi." and "Mochi" in out[6]  # the detail shows it
-    out = app.memory_tab.add("Ann", "My sister Jo lives in Lisbon.", *FORM, ANN)
+    out = app.memory_tab.handlers()["add"]("Ann", "My sister Jo lives in Lisbon.", *FORM, ANN)
     assert out[-1] == "" and any(
         m.query == "My sister Jo lives in Lisbon." for m in forgetting_bank.history("Ann")
     )
     assert rows(out)[0][2] == "My sister Jo lives in Lisbon." and rows(out)[0][0] == "2023-06-01"
     with pytest.warns(UserWarning, match="query"):  # an empty one is refused, the box keeps it
-        assert app.memory_tab.add("Ann", "  ", *FORM, ANN)[-1] == gr.update()
+        assert app.memory_tab.handlers()["add"]("Ann", "  ", *FORM, ANN)[-1] == gr.update()
     click_row(app, "Ann", 2, ANN)  # the cat
-    out = app.memory_tab.delete("Ann", *FORM, ANN)
+    out = app.memory_tab.handlers()["delete"]("Ann", "", *FORM, ANN)
     assert [m.date for m in forgetting_bank.history("Ann")] == ["2023-05-01", "2023-06-01"]
     assert out[9]["visible"] is True  # "Undo delete" is offered
-    out = app.memory_tab.undo("Ann", *FORM, ANN)
+    out = app.memory_tab.handlers()["undo"]("Ann", "", *FORM, ANN)
     back = forgetting_bank.history("Ann", date="2023-04-28")
     assert [m.text for m in back] == ["I adopted a cat named Mochi."] and back[0].memory_id == cat.memory_id
     assert out[9]["visible"] is False
     forgetting_bank.archive("Ann", [cat.memory_id])
-    out = app.memory_tab.memories("Ann", "", "all", "forgotten", "", "", 1, ANN)
+    out = app.memory_tab.memories("Ann", "", "", "all", "forgotten", "", "", 1, ANN)
     assert [r[6] for r in rows(out)] == ["forgotten"]
     detail = click_row(app, "Ann", 0, ANN)
     assert detail[3]["visible"] is True and "Restore it" in detail[1]
-    app.memory_tab.restore("Ann", "", "all", "forgotten", "", "", 1, ANN)
+    app.memory_tab.handlers()["restore"]("Ann", "", "", "all", "forgotten", "", "", 1, ANN)
     assert not forgetting_bank.history("Ann", date="2023-04-28")[0].archived
 
 
@@ -156,7 +156,7 @@ def test_why_it_fades_says_recalls_time_scale_and_content(forgetting_bank) -> No
         forgetting_bank.explain("Ann", "Ann_2023-05-01_1"), zh.reasons, "对话", "2023-06-01"
     )
     app = make_app(forgetting_bank)
-    app.memory_tab.memories("Ann", *FORM, ANN)
+    app.memory_tab.memories("Ann", "", *FORM, ANN)
     detail = click_row(app, "Ann", 1, ANN)  # rows are newest first: the sister turn is second
     assert "Why it fades" in detail[1] and "recalls 1" in detail[1] and "about your life" in detail[1]
 
@@ -165,21 +165,21 @@ def test_one_user_never_reaches_another_users_memories(forgetting_bank) -> None:
     seed(forgetting_bank, "Ann", n=1)
     forgetting_bank.add_turn("Bob", "Bob's secret plan", "safe", at="2023-05-02T10:00")
     app = make_app(forgetting_bank)
-    app.memory_tab.memories("Ann", *FORM, ANN)
+    app.memory_tab.memories("Ann", "", *FORM, ANN)
     click_row(app, "Ann", 0, ANN)
-    out = app.memory_tab.memories("Bob", *FORM, BOB)
+    out = app.memory_tab.memories("Bob", "", *FORM, BOB)
     assert [r[2] for r in rows(out)] == ["Bob's secret plan safe"]
     # Bob's tab acts on Bob's selection only; Ann's delete and undo stay hers.
     with pytest.warns(UserWarning, match="Click a memory"):
-        app.memory_tab.delete("Bob", *FORM, BOB)
-    app.memory_tab.delete("Ann", *FORM, ANN)
+        app.memory_tab.handlers()["delete"]("Bob", "", *FORM, BOB)
+    app.memory_tab.handlers()["delete"]("Ann", "", *FORM, ANN)
     with pytest.warns(UserWarning, match="no deletion to undo"):
-        app.memory_tab.undo("Bob", *FORM, BOB)
+        app.memory_tab.handlers()["undo"]("Bob", "", *FORM, BOB)
     assert [m.query for m in forgetting_bank.history("Bob")] == ["Bob's secret plan"]
     assert len(forgetting_bank.history("Ann")) == 1
     # The same tab switching to another name gets a fresh view: no selection, no undo of Ann's.
     with pytest.warns(UserWarning, match="no deletion to undo"):
-        app.memory_tab.undo("Bob", *FORM, ANN)
+        app.memory_tab.handlers()["undo"]("Bob", "", *FORM, ANN)
     assert len(forgetting_bank.history("Ann")) == 1
 
 
@@ -188,10 +188,10 @@ def test_with_login_the_tab_acts_for_the_signed_in_user(forgetting_bank) -> None
     forgetting_bank.add_turn("bob", "bob's diary", "", at="2023-05-02T10:00")
     app = make_app(forgetting_bank, auth=True)
     ann, bob = gr.Request(username="ann", session_hash="h"), gr.Request(username="bob", session_hash="h")
-    out = app.memory_tab.memories("bob", *FORM, ann)  # the typed name is ignored
+    out = app.memory_tab.memories("bob", "", *FORM, ann)  # the typed name is ignored
     assert all("diary" not in r[2] for r in rows(out))
     click_row(app, "bob", 0, ann)
     with pytest.warns(UserWarning, match="Click a memory"):  # bob's login, same hash: nothing selected
-        app.memory_tab.save("bob", "edited by ann", *FORM, bob)
+        app.memory_tab.handlers()["save"]("bob", "edited by ann", *FORM, bob)
     assert [m.query for m in forgetting_bank.history("bob")] == ["bob's diary"]
     assert "edited" not in " ".join(m.text for m in forgetting_bank.history("ann"))

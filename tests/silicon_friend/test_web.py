@@ -153,7 +153,7 @@ FORM = ("", "all", "all", "", "", 1)  # the memory tab's search, kind, status, f
 
 def memory_table(app: WebApp, name: str = "Emily", request=ANON, form=FORM) -> list[list]:  # type: ignore[no-untyped-def]
     """The rows of the memory tab's table as ``app`` shows them to ``request``."""
-    out = app.memory_tab.memories(name, *form, request)
+    out = app.memory_tab.memories(name, "", *form, request)
     return out[3]["data"] if isinstance(out[3], dict) else out[3]
 
 
@@ -161,14 +161,14 @@ def test_memory_tab_delete_export_and_forget_me(engine) -> None:  # type: ignore
     app = WebApp(engine)
     send(app, "I adopted a cat named Miso.")
     send(app, "I like tea.")
-    out = app.memory_tab.memories("Emily", *FORM, ANON)
+    out = app.memory_tab.memories("Emily", "", *FORM, ANON)
     assert [row[2] for row in out[3]["data"]][::-1] == [
         "I adopted a cat named Miso. Echo: I adopted a cat named Miso.",
         "I like tea. Echo: I like tea.",
     ]
     assert out[4].axes
     app.memory_tab.select("Emily", gr.SelectData(None, {"index": [0, 2], "value": ""}), ANON)
-    *_, chatbot = app.memory_tab.delete("Emily", *FORM, ANON)
+    *_, chatbot = app.memory_tab.handlers()["delete"]("Emily", "", *FORM, ANON)
     assert len(memory_table(app)) == 1 and len(said(chatbot)) == 2 and len(engine.bank.history("Emily")) == 1
     link = app.export("Emily", ANON)
     token = link["value"].split("sf-export/", 1)[1].split(")", 1)[0]
@@ -182,7 +182,7 @@ def test_memory_tab_delete_export_and_forget_me(engine) -> None:  # type: ignore
     assert "were deleted" in out[0] and not engine.bank.has_user("Emily") and session_of(app).turns == []
     assert app.downloads.get(token, None) is None
     with pytest.warns(UserWarning, match="no deletion to undo"):  # the undo list went with the user
-        app.memory_tab.undo("Emily", *FORM, ANON)
+        app.memory_tab.handlers()["undo"]("Emily", "", *FORM, ANON)
     assert not engine.bank.has_user("Emily")
 
 
@@ -205,7 +205,7 @@ def test_with_login_the_signed_in_name_is_the_memory_user(engine) -> None:  # ty
     # The same session hash under another login is another session.
     assert [row[2] for row in memory_table(app, "emily", nora)] == ["my secret diary safe with me"]
     with pytest.warns(UserWarning, match="not signed in"):
-        out = app.memory_tab.memories("emily", *FORM, gr.Request(session_hash="t"))
+        out = app.memory_tab.memories("emily", "", *FORM, gr.Request(session_hash="t"))
     assert out == (gr.update(),) * len(app.memory_tab.outputs)
 
 
@@ -308,7 +308,10 @@ def test_summarize_shows_progress_and_a_failure_keeps_the_old_summaries(make_eng
     bank.set_layer("Emily", MemoryKind.GLOBAL_PORTRAIT, "Emily is warm and caring.")
     # A weak model: the pet as the portrait, and the companion's voice, every time.
     weak = FakeListChatModel(
-        responses=["Miso is a playful and curious cat who loves naps.", "That sounds lovely! You must be happy."]
+        responses=[
+            "Miso is a playful and curious cat who loves naps.",
+            "That sounds lovely! You must be happy.",
+        ]
     )
     engine = make_engine(summarizer=Summarizer(bank, weak, "en", sleep=lambda _s: None))
     app = WebApp(engine)
@@ -316,7 +319,9 @@ def test_summarize_shows_progress_and_a_failure_keeps_the_old_summaries(make_eng
     with pytest.raises(SummaryFailedError, match="2 of the summaries failed and kept their previous text"):
         engine.summarize(engine.start("Emily"), progress=lambda done, total: steps.append((done, total)))
     assert steps[0] == (0, 3) and steps[-1] == (3, 3)  # two finished days, then the global layers
-    with pytest.warns(UserWarning, match="previous summaries are kept.*companion's voice"):  # shown, with what is kept
+    with pytest.warns(
+        UserWarning, match="previous summaries are kept.*companion's voice"
+    ):  # shown, with what is kept
         assert "Emily is warm and caring." in app.summarize("Emily", ANON)
     assert bank.profile("Emily")["global_portrait"] == "Emily is warm and caring."  # the old one stays
     weak.responses = ["Miso is a playful and curious cat who loves naps."]

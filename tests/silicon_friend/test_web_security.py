@@ -126,13 +126,17 @@ def test_a_rebinding_page_cannot_read_or_forget_a_users_memories(serve_app) -> N
     server = serve_app()
     server.bank.add_turn("Emily", SECRET, "safe with me")
     with server.client(f"rebind.attacker.example:{server.port}") as c:
-        status, _ = server.call(c, "memories", ["Emily", "", "all", "all", "", "", 1], "h" + uuid.uuid4().hex[:10])
+        status, _ = server.call(
+            c, "memories", ["Emily", "", "", "all", "all", "", "", 1], "h" + uuid.uuid4().hex[:10]
+        )
         assert status == 403
         status, _ = server.call(c, "forget_me", ["Emily", True], "h" + uuid.uuid4().hex[:10])
         assert status == 403
     assert [m.query for m in server.bank.history("Emily")] == [SECRET]
     with server.client() as c:  # the same calls from the app's own page work
-        status, out = server.call(c, "memories", ["Emily", "", "all", "all", "", "", 1], "h" + uuid.uuid4().hex[:10])
+        status, out = server.call(
+            c, "memories", ["Emily", "", "", "all", "all", "", "", 1], "h" + uuid.uuid4().hex[:10]
+        )
         assert status == 200 and SECRET in json.dumps(out)
 
 
