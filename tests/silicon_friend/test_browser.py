@@ -278,9 +278,9 @@ def test_injected_images_in_replies_names_and_messages_are_never_fetched(browser
         page.wait_for_function(
             "() => document.querySelector('#sf-chatbot').innerText.includes('done')", timeout=20_000
         )
-        page.get_by_role("tab", name=t.memories_tab).click()
+        page.get_by_role("tab", name=t.memories_tab).click()  # rows show an excerpt: the message's start
         page.wait_for_function(
-            "() => document.querySelector('#sf-memory-table').innerText.includes('done')", timeout=15_000
+            "() => document.querySelector('#sf-memory-table').innerText.includes('look')", timeout=15_000
         )
         page.wait_for_timeout(1500)
         page.screenshot(path=str(artifacts() / f"browser_inert_images_{language}.png"), full_page=True)
