@@ -417,6 +417,8 @@ class MemoryTab:
         if session is not None:  # the chat's recent turns (its prompt window) drop it too
             with session.lock:
                 session.turns = [t for t in session.turns if t.memory_id != gone.memory_id]
+                for t in session.turns:  # nor may a "memories used" note under a reply show it
+                    t.used = [u for u in t.used if u.memory_id != gone.memory_id]
         gr.Info(self.texts.deleted.format(text=excerpt(gone.text, 60)))
         return False
 

@@ -189,7 +189,7 @@ def test_every_entry_point_without_a_user_refuses(tmp_path, capsys, nobody) -> N
     authed = WebApp(friend, auth=True)
     authed.build()  # the memory tab's components exist
     with pytest.warns(UserWarning):  # no signed-in username: refused, never "Ann"
-        shown = authed.memory_tab.memories("Ann", "", "all", "all", "", "", 1, gr.Request())  # type: ignore[arg-type]
+        shown = authed.memory_tab.memories("Ann", "", "", "all", "all", "", "", 1, gr.Request())  # type: ignore[arg-type]
         assert "mark0q" not in repr(shown)
     bank.close()
     capsys.readouterr()

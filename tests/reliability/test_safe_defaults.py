@@ -229,12 +229,12 @@ def test_with_login_each_user_only_ever_opens_their_own_memories(engine) -> None
     assert [m.query for m in bank.history("Bob")] == ["Bob's secret BOBSAFE"]
     form = ("", "all", "all", "", "", 1)  # the memory tab's search, kind, status, from, to, page
     app.build()
-    for_ann = app.memory_tab.memories("Bob", *form, ann)
+    for_ann = app.memory_tab.memories("Bob", "", *form, ann)
     assert "BOBSAFE" not in repr(for_ann) and "ANNSAFE" in repr(for_ann)
     # Ann cannot delete Bob's memory (deletion acts on a row of her own table, never an id the
     # browser sends), nor export or forget Bob.
     with pytest.warns(UserWarning):  # nothing of hers selected: nothing to delete
-        app.memory_tab.delete("Bob", *form, ann)
+        app.memory_tab.handlers()["delete"]("Bob", "", *form, ann)
     assert bank.history("Bob") and bank.history("Ann")
     link = app.export("Bob", ann)["value"]
     item = app.downloads.get(link.split("sf-export/", 1)[1].split(")", 1)[0], "Ann")
@@ -249,5 +249,5 @@ def test_with_login_each_user_only_ever_opens_their_own_memories(engine) -> None
     assert "BOBSAFE" not in prompt
     # Without a signed-in name nothing opens.
     with pytest.warns(UserWarning):
-        shown = app.memory_tab.memories("Bob", *form, gr.Request())
+        shown = app.memory_tab.memories("Bob", "", *form, gr.Request())
     assert "BOBSAFE" not in repr(shown)

@@ -174,7 +174,7 @@ def test_warm_up_loads_the_encoder_before_the_first_login(engine) -> None:  # ty
             encoded.append(list(texts))
             return real.encode(texts)
 
-    engine.bank._encoder = SlowToLoad()
+    engine.bank._encoder = engine.bank._checked = SlowToLoad()  # type: ignore[assignment]
     thread = app.start_warm_up()
     assert not app.ready.is_set()
     assert (
