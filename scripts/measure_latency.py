@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     first, full = result["first_token_s"].get("median"), result["total_s"].get("median")
     print(f"median first piece {first} s, median full reply {full} s")
-    print(f"load average {result['machine']['load_average']} on {result['machine']['cpus']} CPUs")
+    print(f"load average {result['machine']['loadavg']} on {result['machine']['cpus']} CPUs")
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(result, ensure_ascii=False, indent=2), encoding="utf-8")
