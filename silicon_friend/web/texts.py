@@ -8,6 +8,25 @@ import dataclasses
 from memory_bank.languages import pick
 from silicon_friend.memory_view import ReasonTexts
 
+#: The memory kinds' names, one table per language: the memory tab, its filter and the
+#: "memories used" notes under replies all say the same.
+KIND_NAMES: dict[str, dict[str, str]] = {
+    "en": {
+        "turn": "chat turn",
+        "daily_summary": "day’s events",
+        "daily_personality": "day’s mood",
+        "global_summary": "all events",
+        "global_portrait": "portrait",
+    },
+    "zh": {
+        "turn": "对话",
+        "daily_summary": "当日事件",
+        "daily_personality": "当日性格与情绪",
+        "global_summary": "事件总览",
+        "global_portrait": "用户画像",
+    },
+}
+
 
 @dataclasses.dataclass(frozen=True)
 class UITexts:
@@ -145,13 +164,7 @@ UI: dict[str, UITexts] = {
         reinforced="; {n} recalled memories strengthened",
         temporary_turn="🕶 temporary chat: nothing read or stored",
         score="score",
-        kinds={
-            "turn": "dialog turn",
-            "daily_summary": "daily summary",
-            "daily_personality": "daily personality",
-            "global_summary": "global event summary",
-            "global_portrait": "global portrait",
-        },
+        kinds=KIND_NAMES["en"],
         loading_encoder="⏳ Loading the memory encoder (only after a start)…",
         session_ended="Your memories were deleted: this message was not sent. Enter your name to start again.",
         summarizing="Summarizing: step {done} of {total}",
@@ -222,13 +235,7 @@ UI: dict[str, UITexts] = {
         reinforced="；{n} 条被回忆的记忆得到加强",
         temporary_turn="🕶 临时对话：没有读取或保存任何内容",
         score="相关度",
-        kinds={
-            "turn": "对话",
-            "daily_summary": "每日总结",
-            "daily_personality": "每日性格",
-            "global_summary": "全局事件总结",
-            "global_portrait": "全局画像",
-        },
+        kinds=KIND_NAMES["zh"],
         loading_encoder="⏳ 正在加载记忆编码器（仅在启动后第一次）……",
         session_ended="你的记忆已被删除：这条消息没有发送。请输入名字重新开始。",
         summarizing="正在总结：第 {done}/{total} 步",
@@ -325,14 +332,7 @@ MEMORY_UI: dict[str, MemoryTabTexts] = {
         plot_caption="The plot shows the {n} newest chat turns and daily summaries of this page.",
         select_hint="Click a row to read the whole memory, see why it fades, and edit, delete or restore it.",
         columns=("date", "kind", "text", "strength", "retention", "last recall", "status"),
-        kinds={
-            "all": "All kinds",
-            "turn": "chat turn",
-            "daily_summary": "day’s events",
-            "daily_personality": "day’s mood",
-            "global_summary": "all events",
-            "global_portrait": "portrait",
-        },
+        kinds={"all": "All kinds", **KIND_NAMES["en"]},
         statuses={"all": "All", "kept": "kept", "forgotten": "forgotten"},
         why_title="Why it fades",
         facts="strength {strength} · recalls {recalls} · last recall {last} · time scale {days} day(s) · retention {r}",
@@ -390,14 +390,7 @@ MEMORY_UI: dict[str, MemoryTabTexts] = {
         plot_caption="图中是本页最新的 {n} 条对话和每日总结。",
         select_hint="点击一行可查看完整记忆、它为何会淡忘，并可编辑、删除或恢复。",
         columns=("日期", "类型", "内容", "强度", "保持率", "上次回忆", "状态"),
-        kinds={
-            "all": "全部类型",
-            "turn": "对话",
-            "daily_summary": "当日事件",
-            "daily_personality": "当日性格与情绪",
-            "global_summary": "事件总览",
-            "global_portrait": "用户画像",
-        },
+        kinds={"all": "全部类型", **KIND_NAMES["zh"]},
         statuses={"all": "全部", "kept": "保留", "forgotten": "已遗忘"},
         why_title="为何会淡忘",
         facts="强度 {strength} · 回忆 {recalls} 次 · 上次回忆 {last} · 时间尺度 {days} 天 · 保持率 {r}",

@@ -39,7 +39,7 @@ def test_each_reply_shows_the_memories_it_used_collapsed(engine) -> None:  # typ
     (note,) = notes(chatbot)
     assert chatbot.index(note) == len(chatbot) - 1  # right under the reply
     assert note["metadata"]["title"] == "🧠 Memories used (1)" and note["metadata"]["status"] == "done"
-    assert "**2023-04-28** · dialog turn · score" in note["content"] and "Miso" in note["content"]
+    assert "**2023-04-28** · chat turn · score" in note["content"] and "Miso" in note["content"]
     assert (
         note["metadata"]["log"] == "✓ memory updated: this turn was stored; 1 recalled memories strengthened"
     )
