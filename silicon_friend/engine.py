@@ -162,6 +162,14 @@ class Session:
         # Thread primitives cannot be copied; a copy gets fresh ones.
         return Session(self.user, self.returning, copy.deepcopy(self.turns, memo), self.temporary, self.ended)
 
+    def drop_memory(self, memory_id: str) -> None:
+        """Forget a deleted memory in this session: its turn leaves the window (the prompt's
+        recent turns) and it leaves every reply's "memories used"."""
+        with self.lock:
+            self.turns = [t for t in self.turns if t.memory_id != memory_id]
+            for t in self.turns:
+                t.used = [u for u in t.used if u.memory_id != memory_id]
+
     def recent(self, n: int) -> list[Turn]:
         """The last ``n`` answered turns (failed ones are left out of the prompt)."""
         done = [t for t in self.turns if not t.failed and t.response]

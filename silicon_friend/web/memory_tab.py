@@ -414,11 +414,8 @@ class MemoryTab:
         view.undo = [*view.undoable(), (time.monotonic(), gone)][-UNDO_DEPTH:]
         view.selected = None
         session = self.app._current(request)
-        if session is not None:  # the chat's recent turns (its prompt window) drop it too
-            with session.lock:
-                session.turns = [t for t in session.turns if t.memory_id != gone.memory_id]
-                for t in session.turns:  # nor may a "memories used" note under a reply show it
-                    t.used = [u for u in t.used if u.memory_id != gone.memory_id]
+        if session is not None:  # the chat drops it too
+            session.drop_memory(gone.memory_id)
         gr.Info(self.texts.deleted.format(text=excerpt(gone.text, 60)))
         return False
 
