@@ -18,11 +18,10 @@ import importlib.util
 import json
 import logging
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 from finetune.errors import MissingDependencyError, ModelLoadError
+from finetune.saving import save_model_dir
 
 logger = logging.getLogger(__name__)
 
@@ -92,16 +91,5 @@ def convert_smollm2(cache_dir: str | Path | None = None, *, force: bool = False)
     tokenizer.model_max_length = config.max_position_embeddings
     if not getattr(tokenizer, "chat_template", None):
         tokenizer.chat_template = SMOLLM2_CHAT_TEMPLATE
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".smollm2-", dir=target.parent))
-    try:
-        model.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        (staging / _MARKER).write_text(json.dumps(source))
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging, target)
-        target.chmod(0o755)  # mkdtemp made it private
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    save_model_dir(model, tokenizer, target, _MARKER, source)
     return target

@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 from finetune.errors import MissingDependencyError
+from finetune.saving import save_model_dir
 
 logger = logging.getLogger(__name__)
 
@@ -130,18 +128,7 @@ def build_tiny_model(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = LlamaForCausalLM(config)
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".tiny-", dir=directory.parent))
-    try:
-        model.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        (staging / _MARKER).write_text(json.dumps(settings))
-        if directory.exists():
-            shutil.rmtree(directory)
-        os.replace(staging, directory)
-        directory.chmod(0o755)  # mkdtemp made it private
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    save_model_dir(model, tokenizer, directory, _MARKER, settings)
     logger.info(
         "built a tiny Llama (%d parameters, vocab %d) in %s",
         model.num_parameters(),
