@@ -35,15 +35,18 @@ from silicon_friend.memories import retention_figure
 from silicon_friend.memory_view import (
     KINDS,
     STATUSES,
+    Deletion,
     Knowledge,
     MemoryFilter,
     Page,
+    delete_undoable,
     excerpt,
     fade_reason,
     filtered,
     find,
     knowledge,
     page_of,
+    undo_delete,
 )
 from silicon_friend.web.refusal import Refused
 from silicon_friend.web.safe_text import inert_markdown
@@ -100,9 +103,9 @@ class TabView:
     user: str
     ids: list[str] = dataclasses.field(default_factory=list)
     selected: str | None = None
-    undo: list[tuple[float, Memory]] = dataclasses.field(default_factory=list)
+    undo: list[tuple[float, Deletion]] = dataclasses.field(default_factory=list)
 
-    def undoable(self) -> list[tuple[float, Memory]]:
+    def undoable(self) -> list[tuple[float, Deletion]]:
         """The deletions that can still be undone (the others are dropped from memory now)."""
         cutoff = time.monotonic() - UNDO_SECONDS
         self.undo = [(t, m) for t, m in self.undo if t >= cutoff]
@@ -429,8 +432,9 @@ class MemoryTab:
         return True
 
     def _delete(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
-        gone = self.bank.delete_memory(user, self._selected(view, request))
-        view.undo = [*view.undoable(), (time.monotonic(), gone)][-UNDO_DEPTH:]
+        deletion = delete_undoable(self.bank, user, self._selected(view, request))
+        gone = deletion.memory
+        view.undo = [*view.undoable(), (time.monotonic(), deletion)][-UNDO_DEPTH:]
         view.selected = None
         session = self.app._current(request)
         if session is not None:  # the chat drops it too
@@ -442,8 +446,7 @@ class MemoryTab:
         if not view.undoable():
             self.app._warn(self._mt(request).nothing_to_undo)
             return False
-        memory = dataclasses.replace(view.undo.pop()[1], rowid=None)
-        self.bank.add_memories(user, [memory])
+        memory = undo_delete(self.bank, user, view.undo.pop()[1])
         view.selected = memory.memory_id
         gr.Info(self._mt(request).undone.format(text=excerpt(memory.text, 60)))
         return True
