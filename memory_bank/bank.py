@@ -531,6 +531,23 @@ class MemoryBank:
         self.storage.delete_memories(rec.id, [target.rowid or 0], scrub_dates=days)
         return target
 
+    def put_back(self, user: str, memories: Sequence[Memory]) -> list[Memory]:
+        """Write ``memories`` back exactly as given, by id (inserted, or replacing the stored one),
+        re-embedded where retrievable: how an undo restores a deleted memory together with the
+        summaries its deletion blanked and the context it re-pointed (captured before the delete).
+        A replaced memory keeps its stored strength and recall date (a recall since is kept)."""
+        if any(m.kind in RETRIEVABLE_KINDS and m.text.strip() for m in memories):
+            self._writing_encoder()
+        rec = self.user(user, create=True)
+        out: list[Memory] = []
+        for m in memories:
+            m = dataclasses.replace(m, user=rec.name, rowid=None, extra=dict(m.extra))
+            vector = None
+            if m.kind in RETRIEVABLE_KINDS and m.text.strip():
+                vector = self._embed([index_text(m.text, m.context)], write=True)[0]
+            out.append(self.storage.upsert_memory(rec.id, m, vector, self.encoder_name))
+        return out
+
     def _unlink_context(self, rec: UserRecord, target: Memory) -> None:
         """The turn after ``target`` is indexed with ``target``'s reply as context; give it the
         reply before ``target`` instead (re-embedded), so no trace of ``target`` is left."""

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from memory_bank import MemoryBank, MemoryKind
-from memory_bank.errors import InvalidInputError
+from memory_bank.errors import InvalidInputError, MemoryNotFoundError
 from memory_bank.explain import Explanation
 from memory_bank.records import Memory
 from memory_bank.text import parse_day
@@ -26,6 +26,8 @@ EXCERPT_CHARS = 90
 RECENT_DAYS = 7
 
 STATUSES = ("all", "kept", "forgotten")
+GLOBAL_KINDS = (MemoryKind.GLOBAL_SUMMARY, MemoryKind.GLOBAL_PORTRAIT)
+DAILY_KINDS = (MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY)
 KINDS = ("all", *(k.value for k in MemoryKind))
 
 
@@ -129,6 +131,42 @@ def page_of(rows: Sequence[Row], number: int, size: int = PAGE_SIZE) -> Page:
     number = min(max(1, int(number)), pages)
     start = (number - 1) * size
     return Page(list(rows[start : start + size]), number, pages, len(rows), size)
+
+
+@dataclasses.dataclass(frozen=True)
+class Deletion:
+    """A deleted memory and, as they were just before, the memories its deletion changed: the
+    summaries it blanked (the global layers, and its day's layers for a turn) and the next turn
+    of its day (indexed with the deleted reply as context). Held in server memory for undo only."""
+
+    memory: Memory
+    before: tuple[Memory, ...]
+
+
+def delete_undoable(bank: MemoryBank, user: str, memory_id: str) -> Deletion:
+    """Delete ``user``'s memory ``memory_id`` (:meth:`MemoryBank.delete_memory`), keeping what
+    :func:`undo_delete` needs to put back exactly what was there."""
+    target = find(bank, user, memory_id)
+    if target is None:
+        raise MemoryNotFoundError(f"user {user!r} has no memory with id {memory_id!r}")
+    before = [m for m, _ in bank.memories(user, kinds=GLOBAL_KINDS)]
+    if target.kind is MemoryKind.TURN:
+        day = [m for m, _ in bank.memories(user, kinds=DAILY_KINDS) if m.date == target.date]
+        after = [
+            m
+            for m in bank.storage.memories(bank.user(user).id, kinds=[MemoryKind.TURN], date=target.date)
+            if (m.turn or 0) > (target.turn or 0)
+        ]
+        before += day + ([min(after, key=lambda m: m.turn or 0)] if after else [])
+    gone = bank.delete_memory(user, memory_id)
+    return Deletion(gone, tuple(before))
+
+
+def undo_delete(bank: MemoryBank, user: str, deletion: Deletion) -> Memory:
+    """Bring back a :func:`delete_undoable`: the memory, then the summaries and the next turn's context as
+    they were before it (a summary rewritten since is replaced by the one that was there)."""
+    memory, *_ = bank.put_back(user, [deletion.memory, *deletion.before])
+    return memory
 
 
 @dataclasses.dataclass(frozen=True)

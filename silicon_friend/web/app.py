@@ -299,7 +299,7 @@ class WebApp:
         tab = self._tab(request)
         session = self._open(tab, user)
         if not session.returning:
-            self._hint_other_case(user)
+            self._hint_other_case(user, self._t(request))
         return self._welcome(session, self._t(request)), self._render_tab(request), session.user, session.user
 
     def _await_encoder(self, request: gr.Request | None, progress: Any) -> None:
@@ -310,7 +310,7 @@ class WebApp:
             progress(None, desc=self._t(request).loading_encoder)
         self.ready.wait()
 
-    def _hint_other_case(self, user: str) -> None:
+    def _hint_other_case(self, user: str, t: UITexts) -> None:
         """Names are case-sensitive: say so when memories exist under another spelling ("frank"
         starts empty while "Frank" has memories, which looks like lost memories)."""
         key = user.strip().casefold()
@@ -320,7 +320,7 @@ class WebApp:
             if u.strip().casefold() == key and u.strip() != user.strip()
         ]
         if others:
-            self._warn(self.texts.other_case.replace("{user}", user.strip()).replace("{other}", others[0]))
+            self._warn(t.other_case.replace("{user}", user.strip()).replace("{other}", others[0]))
 
     def on_load(self, remembered: Any, request: gr.Request) -> tuple[Any, ...]:
         """The page (re)loaded: reopen the user's session with their recent conversation. With
@@ -486,7 +486,7 @@ class WebApp:
 
     def summarize(self, name: str, request: gr.Request, progress: Any = gr.Progress()) -> Any:  # noqa: B008
         """Summarise now with a progress bar; a failure is a toast, and what was made is shown."""
-        t = self.texts
+        t = self._t(request)
 
         def report(done: int, total: int) -> None:
             progress((done, total), desc=t.summarizing.format(done=done, total=total))
@@ -519,12 +519,14 @@ class WebApp:
             self._warn(str(e))
             return gr.update()
         if not self.engine.bank.has_user(session.user):
-            self._warn(self.texts.nothing_to_export.replace("{user}", session.user.strip()))
+            self._warn(self._t(request).nothing_to_export.replace("{user}", session.user.strip()))
             return gr.update(value="", visible=False)
         filename, data = export_bytes(self.engine.bank, session.user)
         login = getattr(request, "username", None) if self.auth else None
         link = self.downloads.add(session.user, login, filename, data)
-        text = self.texts.export_ready.replace("{link}", link).replace("{file}", inert_markdown(filename))
+        text = (
+            self._t(request).export_ready.replace("{link}", link).replace("{file}", inert_markdown(filename))
+        )
         return gr.update(value=text, visible=True)
 
     def forget_me(self, name: str, confirmed: bool, request: gr.Request) -> tuple[Any, ...]:
@@ -535,7 +537,7 @@ class WebApp:
             self._warn(str(e))
             return keep
         if not confirmed:
-            self._warn(self.texts.forget_unconfirmed)
+            self._warn(self._t(request).forget_unconfirmed)
             return keep
         tabs = [t for t in self.sessions.of_user(user) if t.session is not None]
         for tab in tabs:  # stop replies of every tab of the user, and let them finish storing
@@ -558,7 +560,7 @@ class WebApp:
         return (
             status,
             [],
-            *self.memory_tab.cleared(),
+            *self.memory_tab.cleared(self._t(request)),
             False,
             gr.update(value="", visible=False),
             "",
@@ -703,7 +705,9 @@ class WebApp:
                 **quiet,
             )
             temporary.change(self.set_temporary, [temporary], [temporary_banner], **quiet)
-            language.change(self.set_language, [language], [*tr.components, chatbot, status], **quiet)
+            language.change(self.set_language, [language], [*tr.components, chatbot, status], **quiet).then(
+                self.memory_tab.memories, self.memory_tab.inputs, memory_outputs, **quiet
+            )  # the memory tab's table, plot, detail and what it knows, in the new language
             demo.load(self.on_load, [remembered], [name, status, chatbot])
             demo.unload(self.on_unload)
             demo.unload(self.memory_tab.on_unload)

@@ -7,23 +7,25 @@ where it is built::
     name = i18n.add(gr.Textbox(label=t.name_label), label="name_label", placeholder="name_placeholder")
     i18n.add(banner, value=lambda t: t.model_line.replace("{model}", model))
 
-A property is given a :class:`~silicon_friend.web.texts.UITexts` field name, or a function of the
-texts for text that is composed. :meth:`Translations.updates` gives one ``gr.update`` per
+A property is given a :class:`~silicon_friend.web.texts.UITexts` field name (a dotted one reaches
+into a nested table: ``"memory.add_label"`` is the memory tab's), or a function of the texts for
+text that is composed. :meth:`Translations.updates` gives one ``gr.update`` per
 registered component, in :attr:`Translations.components` order, for the language picked.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import gradio as gr
 
-from silicon_friend.web.texts import UITexts
+from silicon_friend.web.texts import UI, UITexts
 
 C = TypeVar("C")
 
-#: A text of a component's property: a :class:`UITexts` field name, or a function of the texts.
+#: A text of a component's property: a (dotted) :class:`UITexts` field name, or a function of the texts.
 TextSource = str | Callable[[UITexts], Any]
 
 
@@ -37,8 +39,8 @@ class Translations:
         """Register ``component``: each keyword is a property (``label``, ``value``,
         ``placeholder``, ``info``...) and its text source. Returns the component."""
         for source in props.values():
-            if isinstance(source, str) and source not in UITexts.__dataclass_fields__:
-                raise KeyError(f"no UI text named {source!r} in silicon_friend.web.texts.UITexts")
+            if isinstance(source, str):
+                _check(source)
         self._items.append((component, dict(props)))
         return component
 
@@ -55,4 +57,20 @@ class Translations:
 
 
 def resolve(source: TextSource, texts: UITexts) -> Any:
-    return getattr(texts, source) if isinstance(source, str) else source(texts)
+    if not isinstance(source, str):
+        return source(texts)
+    value: Any = texts
+    for part in source.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def _check(source: str) -> None:
+    """Raise ``KeyError`` unless ``source`` names a text of every language (checked where the
+    component is built, so a typo fails at start-up, not at the first switch)."""
+    for texts in UI.values():
+        value: Any = texts
+        for part in source.split("."):
+            if not dataclasses.is_dataclass(value) or part not in value.__dataclass_fields__:
+                raise KeyError(f"no UI text named {source!r} in silicon_friend.web.texts.UITexts")
+            value = getattr(value, part)

@@ -35,23 +35,27 @@ from silicon_friend.memories import retention_figure
 from silicon_friend.memory_view import (
     KINDS,
     STATUSES,
+    Deletion,
     Knowledge,
     MemoryFilter,
     Page,
+    delete_undoable,
     excerpt,
     fade_reason,
     filtered,
     find,
     knowledge,
     page_of,
+    undo_delete,
 )
 from silicon_friend.web.refusal import Refused
 from silicon_friend.web.safe_text import inert_markdown
 from silicon_friend.web.sessions import SessionRegistry
-from silicon_friend.web.texts import MemoryTabTexts, memory_texts
+from silicon_friend.web.texts import MemoryTabTexts
 
 if TYPE_CHECKING:
     from silicon_friend.engine import Session, SiliconFriend
+    from silicon_friend.web.i18n import Translations
     from silicon_friend.web.sessions import WebSession
     from silicon_friend.web.texts import UITexts
 
@@ -63,12 +67,15 @@ class TabHost(Protocol):
     engine: "SiliconFriend"
     auth: bool
     texts: "UITexts"
+    i18n: "Translations"
 
     def _warn(self, message: str) -> None: ...
+    def _t(self, request: Any) -> "UITexts": ...
     def _tab(self, request: Any) -> "WebSession": ...
     def _session(self, name: str | None, request: Any) -> "Session": ...
     def _current(self, request: Any) -> "Session | None": ...
     def _render_tab(self, request: Any) -> list[dict[str, str]]: ...
+
 
 logger = logging.getLogger(__name__)
 
@@ -96,9 +103,9 @@ class TabView:
     user: str
     ids: list[str] = dataclasses.field(default_factory=list)
     selected: str | None = None
-    undo: list[tuple[float, Memory]] = dataclasses.field(default_factory=list)
+    undo: list[tuple[float, Deletion]] = dataclasses.field(default_factory=list)
 
-    def undoable(self) -> list[tuple[float, Memory]]:
+    def undoable(self) -> list[tuple[float, Deletion]]:
         """The deletions that can still be undone (the others are dropped from memory now)."""
         cutoff = time.monotonic() - UNDO_SECONDS
         self.undo = [(t, m) for t, m in self.undo if t >= cutoff]
@@ -138,6 +145,16 @@ class ViewRegistry:
                 del self._items[key]
 
 
+def kind_choices(t: MemoryTabTexts) -> list[tuple[str, str]]:
+    """The kind filter's choices: (name in ``t``'s language, kind)."""
+    return [(t.kinds[k], k) for k in KINDS]
+
+
+def status_choices(t: MemoryTabTexts) -> list[tuple[str, str]]:
+    """The kept/forgotten filter's choices: (name in ``t``'s language, status)."""
+    return [(t.statuses[s], s) for s in STATUSES]
+
+
 class MemoryTab:
     """Layout and handlers of the tab, for one :class:`~silicon_friend.web.app.WebApp`."""
 
@@ -145,7 +162,6 @@ class MemoryTab:
 
     def __init__(self, app: TabHost) -> None:
         self.app = app
-        self.texts: MemoryTabTexts = memory_texts(app.engine.language)
         self.views = ViewRegistry()
         #: The components :meth:`view` fills, and the inputs of :meth:`memories` (set by :meth:`build`).
         self.outputs: list[Any] = []
@@ -158,12 +174,17 @@ class MemoryTab:
     def bank(self) -> Any:
         return self.app.engine.bank
 
-    # -- rendering ----------------------------------------------------------------------------
-    def _kind(self, value: str) -> str:
-        return self.texts.kinds.get(value, value)
+    def _mt(self, request: Any) -> MemoryTabTexts:
+        """The tab's texts in the language the browser tab picked (the language switch)."""
+        return self.app._t(request).memory
 
-    def _knowledge_md(self, k: Knowledge) -> str:
-        t, ui = self.texts, self.app.texts
+    # -- rendering (every text in the language ``ui`` / ``t`` is given) ----------------------------
+    @staticmethod
+    def _kind(value: str, t: MemoryTabTexts) -> str:
+        return t.kinds.get(value, value)
+
+    def _knowledge_md(self, k: Knowledge, ui: "UITexts") -> str:
+        t = ui.memory
         if k.empty:
             return f"### {t.knows_title}\n\n{t.knows_empty}"
         out = [f"### {t.knows_title}"]
@@ -184,23 +205,23 @@ class MemoryTab:
             out.append(f"*{t.stale_note}*")
         return "\n\n".join(out)
 
-    def _table(self, page: Page) -> dict[str, Any]:
+    def _table(self, page: Page, t: MemoryTabTexts) -> dict[str, Any]:
         rows = [
             [
                 r.memory.date,
-                self._kind(r.memory.kind.value),
+                self._kind(r.memory.kind.value, t),
                 excerpt(r.memory.text),
                 r.memory.strength,
                 round(r.retention, 2),
                 r.memory.last_recall_date or "",
-                self.texts.statuses["forgotten" if r.memory.archived else "kept"],
+                t.statuses["forgotten" if r.memory.archived else "kept"],
             ]
             for r in page.rows
         ]
-        return {"data": rows, "headers": list(self.texts.columns)}
+        return {"data": rows, "headers": list(t.columns)}
 
-    def _info(self, page: Page, curves: int, flt: MemoryFilter) -> str:
-        t = self.texts
+    @staticmethod
+    def _info(page: Page, curves: int, flt: MemoryFilter, t: MemoryTabTexts) -> str:
         if not page.total:
             return t.none_found if flt != MemoryFilter() else t.no_memories
         info = t.page_info.format(
@@ -209,8 +230,7 @@ class MemoryTab:
         caption = t.plot_caption.format(n=curves) if curves else ""
         return f"{info}  \n{t.select_hint} {caption}".strip()
 
-    def _detail(self, user: str, memory: Memory) -> str:
-        t = self.texts
+    def _detail(self, user: str, memory: Memory, t: MemoryTabTexts) -> str:
         why = self.bank.explain(user, memory.memory_id).to_dict()
         facts = t.facts.format(
             strength=why["strength"],
@@ -222,11 +242,9 @@ class MemoryTab:
         status = t.statuses["forgotten" if memory.archived else "kept"]
         text = inert_markdown(memory.text).replace("\n", "  \n")
         today = self.app.engine.clock().date().isoformat()
-        reason = fade_reason(why, t.reasons, self._kind(memory.kind.value), today)
-        return (
-            f"**{memory.date} · {self._kind(memory.kind.value)} · {status}**\n\n{text}\n\n"
-            f"**{t.why_title}**: {reason}  \n{facts}"
-        )
+        kind = self._kind(memory.kind.value, t)
+        reason = fade_reason(why, t.reasons, kind, today)
+        return f"**{memory.date} · {kind} · {status}**\n\n{text}\n\n**{t.why_title}**: {reason}  \n{facts}"
 
     def view(
         self,
@@ -234,16 +252,18 @@ class MemoryTab:
         view: TabView,
         flt: MemoryFilter,
         page_number: float | int | None,
+        ui: "UITexts",
         *,
         keep_selection: bool = False,
     ) -> tuple[Any, ...]:
-        """Every output of the tab for ``user`` (see :attr:`outputs`)."""
+        """Every output of the tab for ``user`` (see :attr:`outputs`), in ``ui``'s language."""
+        t = ui.memory
         rows = filtered(self.bank, user, flt)
         page = page_of(rows, int(page_number or 1))
         view.ids = [r.memory_id for r in page.rows]
         memories = [r.memory for r in page.rows if not r.memory.archived]
         figure = retention_figure(
-            self.bank, user, memories=memories, max_curves=PLOT_CURVES, language=self.app.engine.language
+            self.bank, user, memories=memories, max_curves=PLOT_CURVES, language=ui.language
         )
         curves = min(PLOT_CURVES, len([m for m in memories if m.kind.value in ("turn", "daily_summary")]))
         selected = None
@@ -251,35 +271,35 @@ class MemoryTab:
             selected = find(self.bank, user, view.selected)
         view.selected = selected.memory_id if selected else None
         return (
-            self._knowledge_md(knowledge(self.bank, user)),
-            self._info(page, curves, flt),
+            self._knowledge_md(knowledge(self.bank, user), ui),
+            self._info(page, curves, flt, t),
             page.number,
-            self._table(page),
+            self._table(page, t),
             figure,
-            *self._selection(user, selected),
+            *self._selection(user, selected, t),
             gr.update(visible=bool(view.undoable())),
         )
 
-    def _selection(self, user: str, memory: Memory | None) -> tuple[Any, ...]:
+    def _selection(self, user: str, memory: Memory | None, t: MemoryTabTexts) -> tuple[Any, ...]:
         if memory is None:
             return gr.update(visible=False), "", gr.update(value=""), gr.update(visible=False)
         return (
             gr.update(visible=True),
-            self._detail(user, memory),
+            self._detail(user, memory, t),
             gr.update(value=memory.text),
             gr.update(visible=memory.archived),
         )
 
-    def cleared(self) -> tuple[Any, ...]:
-        """The tab's outputs for a user with no memories (after "Forget me")."""
+    def cleared(self, ui: "UITexts") -> tuple[Any, ...]:
+        """The tab's outputs for a user with no memories (after "Forget me"), in ``ui``'s language."""
         empty = Page([], 1, 1, 0)
         return (
-            self._knowledge_md(Knowledge("", "", [], 0, False)),
-            self.texts.no_memories,
+            self._knowledge_md(Knowledge("", "", [], 0, False), ui),
+            ui.memory.no_memories,
             1,
-            self._table(empty),
+            self._table(empty, ui.memory),
             None,
-            *self._selection("", None),
+            *self._selection("", None, ui.memory),
             gr.update(visible=False),
         )
 
@@ -306,6 +326,7 @@ class MemoryTab:
         """Run ``action(user, view)`` (True: keep the selection open) and render the tab; a
         refusal or a library error is a toast and changes nothing on the page."""
         keep = (gr.update(),) * len(self.outputs)
+        ui = self.app._t(request)
         try:
             user, view, flt = self._open(name, request, form)
         except Refused as e:
@@ -316,14 +337,14 @@ class MemoryTab:
             try:
                 keep_selection = action(user, view)
             except MemoryNotFoundError:
-                self.app._warn(self.texts.gone)
+                self.app._warn(ui.memory.gone)
                 keep_selection = False
             except MemoryBankError as e:
                 self.app._warn(str(e))
                 return keep
         if not self.bank.has_user(user):
-            return self.cleared()
-        return self.view(user, view, flt, page, keep_selection=keep_selection)
+            return self.cleared(ui)
+        return self.view(user, view, flt, page, ui, keep_selection=keep_selection)
 
     def _handler(
         self,
@@ -360,7 +381,7 @@ class MemoryTab:
 
             nobody = self.app._tab(request).session is None and not self.app.auth and not (name or "").strip()
             if action is None and nobody:  # no one has said who they are: an empty tab, no warning
-                return self.cleared()
+                return self.cleared(self.app._t(request))
             out = self._run(name, request, (text, kind, since, until, status), int(page or 1) + step, run)
             return out if extra is None else (*out, extra(request, bool(done)))
 
@@ -391,53 +412,54 @@ class MemoryTab:
         index = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
         if not isinstance(index, int) or not 0 <= index < len(view.ids):
             return (gr.update(),) * 4
+        t = self._mt(request)
         found = find(self.bank, user, view.ids[index])
         if found is None:
-            self.app._warn(self.texts.gone)
+            self.app._warn(t.gone)
             return (gr.update(),) * 4
         view.selected = found.memory_id
-        return self._selection(user, found)
+        return self._selection(user, found, t)
 
     # -- actions (user, their view in this tab, the text box's value, the request) ---------------
-    def _selected(self, view: TabView) -> str:
+    def _selected(self, view: TabView, request: gr.Request) -> str:
         if not view.selected:
-            raise MemoryBankError(self.texts.pick_first)
+            raise MemoryBankError(self._mt(request).pick_first)
         return view.selected
 
     def _save(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
-        self.bank.update_memory(user, self._selected(view), text=value)
-        gr.Info(self.texts.saved)
+        self.bank.update_memory(user, self._selected(view, request), text=value)
+        gr.Info(self._mt(request).saved)
         return True
 
     def _delete(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
-        gone = self.bank.delete_memory(user, self._selected(view))
-        view.undo = [*view.undoable(), (time.monotonic(), gone)][-UNDO_DEPTH:]
+        deletion = delete_undoable(self.bank, user, self._selected(view, request))
+        gone = deletion.memory
+        view.undo = [*view.undoable(), (time.monotonic(), deletion)][-UNDO_DEPTH:]
         view.selected = None
         session = self.app._current(request)
         if session is not None:  # the chat drops it too
             session.drop_memory(gone.memory_id)
-        gr.Info(self.texts.deleted.format(text=excerpt(gone.text, 60)))
+        gr.Info(self._mt(request).deleted.format(text=excerpt(gone.text, 60)))
         return False
 
     def _undo(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
         if not view.undoable():
-            self.app._warn(self.texts.nothing_to_undo)
+            self.app._warn(self._mt(request).nothing_to_undo)
             return False
-        memory = dataclasses.replace(view.undo.pop()[1], rowid=None)
-        self.bank.add_memories(user, [memory])
+        memory = undo_delete(self.bank, user, view.undo.pop()[1])
         view.selected = memory.memory_id
-        gr.Info(self.texts.undone.format(text=excerpt(memory.text, 60)))
+        gr.Info(self._mt(request).undone.format(text=excerpt(memory.text, 60)))
         return True
 
     def _restore(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
-        self.bank.restore(user, [self._selected(view)])
-        gr.Info(self.texts.restored)
+        self.bank.restore(user, [self._selected(view, request)])
+        gr.Info(self._mt(request).restored)
         return True
 
     def _add(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
         memory = self.bank.add_turn(user, (value or "").strip(), "", extra={"added_by_hand": True})
         view.selected = memory.memory_id
-        gr.Info(self.texts.added.format(text=excerpt(memory.text, 60)))
+        gr.Info(self._mt(request).added.format(text=excerpt(memory.text, 60)))
         return True
 
     def on_unload(self, request: gr.Request) -> None:
@@ -447,43 +469,58 @@ class MemoryTab:
     def build(self, name: gr.Textbox, chatbot: gr.Chatbot, tab: gr.Tab) -> list[Any]:
         """Lay the tab out inside the current ``gr.Tab`` and wire its events; returns the
         outputs the app's own events (Remember Me, Forget me) update."""
-        t = self.texts
+        ui, tr = self.app.texts, self.app.i18n
+        t = ui.memory
         # A filter changed while the last view is still being made is applied after it, not dropped.
         quiet: dict[str, Any] = {"show_progress": "hidden", "trigger_mode": "always_last"}
         knows = gr.Markdown(elem_id="sf-knows")
         with gr.Row():
-            new_memory = gr.Textbox(
-                label=t.add_label, placeholder=t.add_placeholder, scale=5, elem_id="sf-add-text"
+            new_memory = tr.add(
+                gr.Textbox(label=t.add_label, placeholder=t.add_placeholder, scale=5, elem_id="sf-add-text"),
+                label="memory.add_label",
+                placeholder="memory.add_placeholder",
             )
-            add = gr.Button(t.add_button, scale=1, elem_id="sf-add")
+            add = tr.add(gr.Button(t.add_button, scale=1, elem_id="sf-add"), value="memory.add_button")
         with gr.Row():
-            text = gr.Textbox(
-                label=t.search_label, placeholder=t.search_placeholder, scale=3, elem_id="sf-filter-text"
+            text = tr.add(
+                gr.Textbox(
+                    label=t.search_label, placeholder=t.search_placeholder, scale=3, elem_id="sf-filter-text"
+                ),
+                label="memory.search_label",
+                placeholder="memory.search_placeholder",
             )
-            kind = gr.Dropdown(
-                [(t.kinds[k], k) for k in KINDS],
-                value="all",
-                label=t.kind_label,
-                scale=2,
-                elem_id="sf-filter-kind",
+            kind = tr.add(
+                gr.Dropdown(
+                    kind_choices(t), value="all", label=t.kind_label, scale=2, elem_id="sf-filter-kind"
+                ),
+                label="memory.kind_label",
+                choices=lambda ui: kind_choices(ui.memory),
             )
-            status = gr.Dropdown(
-                [(t.statuses[s], s) for s in STATUSES],
-                value="all",
-                label=t.status_label,
-                scale=2,
-                elem_id="sf-filter-status",
+            status = tr.add(
+                gr.Dropdown(
+                    status_choices(t), value="all", label=t.status_label, scale=2, elem_id="sf-filter-status"
+                ),
+                label="memory.status_label",
+                choices=lambda ui: status_choices(ui.memory),
             )
-            since = gr.Textbox(label=t.since_label, scale=2, elem_id="sf-filter-since")
-            until = gr.Textbox(label=t.until_label, scale=2, elem_id="sf-filter-until")
-            apply = gr.Button(t.apply, scale=1, elem_id="sf-filter-apply")
+            since = tr.add(
+                gr.Textbox(label=t.since_label, scale=2, elem_id="sf-filter-since"),
+                label="memory.since_label",
+            )
+            until = tr.add(
+                gr.Textbox(label=t.until_label, scale=2, elem_id="sf-filter-until"),
+                label="memory.until_label",
+            )
+            apply = tr.add(gr.Button(t.apply, scale=1, elem_id="sf-filter-apply"), value="memory.apply")
         info = gr.Markdown(elem_id="sf-memory-info")
         with gr.Row():
-            previous = gr.Button(t.previous, size="sm", elem_id="sf-page-prev")
+            previous = tr.add(
+                gr.Button(t.previous, size="sm", elem_id="sf-page-prev"), value="memory.previous"
+            )
             page = gr.Number(
                 value=1, precision=0, minimum=1, show_label=False, container=False, elem_id="sf-page"
             )
-            following = gr.Button(t.next, size="sm", elem_id="sf-page-next")
+            following = tr.add(gr.Button(t.next, size="sm", elem_id="sf-page-next"), value="memory.next")
         table = gr.Dataframe(
             headers=list(t.columns),
             interactive=False,
@@ -494,12 +531,18 @@ class MemoryTab:
         )
         with gr.Group(visible=False, elem_id="sf-memory-detail") as detail:
             detail_md = gr.Markdown(elem_id="sf-detail-text")
-            edit = gr.Textbox(label=t.edit_label, lines=3, elem_id="sf-edit-text")
+            edit = tr.add(
+                gr.Textbox(label=t.edit_label, lines=3, elem_id="sf-edit-text"), label="memory.edit_label"
+            )
             with gr.Row():
-                save = gr.Button(t.save, elem_id="sf-edit-save")
-                restore = gr.Button(t.restore, visible=False, elem_id="sf-restore")
-                delete = gr.Button(t.delete, variant="stop", elem_id="sf-delete")
-        undo = gr.Button(t.undo, visible=False, elem_id="sf-undo")
+                save = tr.add(gr.Button(t.save, elem_id="sf-edit-save"), value="memory.save")
+                restore = tr.add(
+                    gr.Button(t.restore, visible=False, elem_id="sf-restore"), value="memory.restore"
+                )
+                delete = tr.add(
+                    gr.Button(t.delete, variant="stop", elem_id="sf-delete"), value="memory.delete"
+                )
+        undo = tr.add(gr.Button(t.undo, visible=False, elem_id="sf-undo"), value="memory.undo")
         plot = gr.Plot(elem_id="sf-plot")
 
         self.outputs = [knows, info, page, table, plot, detail, detail_md, edit, restore, undo]

@@ -192,6 +192,46 @@ def test_the_memory_tab_is_readable_and_under_the_users_control(browser, memory_
     page.close()
 
 
+@pytest.mark.parametrize(("start", "switch"), [("en", "zh"), ("zh", "en")])
+def test_the_memory_tab_follows_the_language_switch(browser, memory_app, start, switch) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    before, after = memory_texts(start), memory_texts(switch)
+    user = "Emily" if start == "en" else "小明"
+    url, bank = memory_app(start)
+    seed(bank, user, start, notes=3)
+    page = open_memories(browser, url, start, user)
+    click_row(page, TEXTS[start]["cat"][1][:4])
+    shows(page, "#sf-detail-text", before.why_title)
+    page.get_by_text("中文" if switch == "zh" else "English", exact=True).click()
+    # Headers, kind and status names in the rows, the page line, what it knows, the open detail.
+    page.wait_for_function(
+        "h => [...document.querySelectorAll('#sf-memory-table th')].map(th => th.innerText.trim()).join('|') === h",
+        arg="|".join(after.columns),
+        timeout=15_000,
+    )
+    table = page.locator("#sf-memory-table").inner_text()
+    assert after.kinds["turn"] in table and after.statuses["kept"] in table
+    assert before.kinds["turn"] not in table
+    shows(page, "#sf-memory-info", after.page_info.split("{")[0])
+    shows(page, "#sf-knows", after.knows_title)
+    shows(page, "#sf-detail-text", after.why_title)
+    assert before.why_title not in page.locator("#sf-detail-text").inner_text()
+    # Every label and button of the tab.
+    for label in (after.add_button, after.apply, after.save, after.delete):
+        assert page.get_by_role("button", name=label, exact=True).count() == 1, label
+    for label in (before.add_button, before.apply, before.save, before.delete):
+        assert page.get_by_role("button", name=label, exact=True).count() == 0, label
+    for label in (after.add_label, after.search_label, after.kind_label, after.status_label):
+        assert page.get_by_label(label, exact=True).count() == 1, label
+    # The filters' choices, and they still filter.
+    page.locator("#sf-filter-kind input").click()
+    page.get_by_role("option", name=after.kinds["daily_summary"], exact=True).click()
+    shows(page, "#sf-memory-info", "1–1")
+    assert after.kinds["daily_summary"] in page.locator("#sf-memory-table").inner_text()
+    page.wait_for_selector("#sf-plot img, #sf-plot svg, #sf-plot canvas", timeout=15_000)
+    page.screenshot(path=str(artifacts() / f"browser_memory_language_{start}_to_{switch}.png"), full_page=True)
+    page.close()
+
+
 def test_two_users_at_once_never_see_or_change_each_others_memories(browser, memory_app) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     url, bank = memory_app("en")
     seed(bank, "Ann", "en", notes=3)

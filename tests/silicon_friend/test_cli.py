@@ -119,3 +119,15 @@ def test_eval_answers_is_an_app_command(tmp_path, capsys) -> None:  # type: igno
     )  # fmt: skip
     err = capsys.readouterr().err
     assert code == 2 and "missing.json" in err and "Traceback" not in err
+
+
+def test_python_dash_m_silicon_friend_is_the_command() -> None:
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-m", "silicon_friend", "chat", "--language", "xx"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 2 and "invalid choice: 'xx'" in out.stderr  # the same parser as silicon-friend

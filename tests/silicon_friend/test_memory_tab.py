@@ -134,6 +134,41 @@ def test_edit_add_delete_undo_and_restore(forgetting_bank) -> None:  # type: ign
     assert not forgetting_bank.history("Ann", date="2023-04-28")[0].archived
 
 
+def test_undo_of_a_delete_brings_back_the_summaries_and_context_it_changed(forgetting_bank) -> None:  # type: ignore[no-untyped-def]
+    bank = forgetting_bank
+    bank.add_turn("Ann", "I adopted a cat named Miso.", "What does Miso like?", at="2023-04-28T10:00")
+    bank.add_turn("Ann", "Tuna, mostly.", "A cat of taste!", at="2023-04-28T10:05")
+    bank.add_turn("Ann", "Work was long today.", "Rest well.", at="2023-04-29T10:00")
+    bank.set_layer("Ann", MemoryKind.DAILY_SUMMARY, "Ann adopted Miso, who loves tuna.", date="2023-04-28")
+    bank.set_layer("Ann", MemoryKind.DAILY_PERSONALITY, "Ann is tender with animals.", date="2023-04-28")
+    bank.set_layer("Ann", MemoryKind.DAILY_SUMMARY, "Ann had a long day at work.", date="2023-04-29")
+    bank.set_layer("Ann", MemoryKind.GLOBAL_SUMMARY, "Ann adopted Miso; work is tiring.")
+    bank.set_layer("Ann", MemoryKind.GLOBAL_PORTRAIT, "Ann is caring and hard-working.")
+    bank.storage.mark_stale(bank.user("Ann").id, [MemoryKind.DAILY_SUMMARY], ["2023-04-29"])
+
+    def state() -> dict[str, tuple]:  # every memory as stored, and the searchable text of each turn
+        return {
+            m.memory_id: (m.kind, m.text, m.stale, m.archived, m.context, m.strength, m.turn)
+            for m, _ in bank.memories("Ann")
+        }
+
+    before = state()
+    app = make_app(bank)
+    app.memory_tab.memories("Ann", "", *FORM, ANN)
+    cat = next(i for i, r in enumerate(rows(app.memory_tab.memories("Ann", "", *FORM, ANN))) if "Miso." in r[2])
+    click_row(app, "Ann", cat, ANN)
+    app.memory_tab.handlers()["delete"]("Ann", "", *FORM, ANN)
+    profile = bank.profile("Ann")
+    assert profile["global_summary"] == "" and profile["global_portrait"] == ""  # blanked: nothing quotes it
+    assert bank.layer("Ann", MemoryKind.DAILY_SUMMARY, "2023-04-28").text == ""  # type: ignore[union-attr]
+    assert bank.history("Ann", date="2023-04-28")[0].context is None  # the next turn no longer cites it
+    bank.set_layer("Ann", MemoryKind.GLOBAL_PORTRAIT, "Ann works hard.")  # re-summarised meanwhile
+    app.memory_tab.handlers()["undo"]("Ann", "", *FORM, ANN)
+    assert state() == before  # exactly what was there: texts, stale flags, context, strength
+    hits = bank.search("Ann", "What food does Miso like?", k=3)
+    assert any(h.memory.query == "Tuna, mostly." for h in hits)  # the next turn is indexed as before
+
+
 def test_why_it_fades_says_recalls_time_scale_and_content(forgetting_bank) -> None:  # type: ignore[no-untyped-def]
     forgetting_bank.add_turn(
         "Ann", "My sister Jo is moving to Lisbon for a design job.", "", at="2023-05-01T10:00"

@@ -12,6 +12,7 @@ import gradio as gr
 import pytest
 
 from memory_bank.llm import parse_llm_spec
+from silicon_friend.memories import PLOT_TEXTS
 from silicon_friend.models import prepare_model
 from silicon_friend.web.app import WebApp
 from silicon_friend.web.i18n import Translations
@@ -77,10 +78,20 @@ def test_the_language_switch_relabels_every_registered_component(engine) -> None
     list(app.send("Hello there", "Emily", *SLIDERS, ANON))
     *updates, chat, status = app.set_language("zh", ANON)
     assert len(updates) == len(app.i18n.components) >= 20
-    shown = {v for u in updates for k, v in u.items() if k != "__type__"}
+    shown = {v for u in updates for k, v in u.items() if k != "__type__" and isinstance(v, str)}
     for text in (zh.send, zh.remember, zh.name_label, zh.chat_tab, zh.memories_tab, zh.temporary_label):
         assert text in shown
-    assert not shown & {UI["en"].send, UI["en"].remember, UI["en"].name_label}
+    m = zh.memory  # the memory tab's labels and its filters' choices follow the switch too
+    for text in (m.add_label, m.add_button, m.search_label, m.kind_label, m.apply, m.edit_label, m.undo):
+        assert text in shown
+    choices = [u["choices"] for u in updates if "choices" in u]
+    assert [(m.kinds[k], k) for k in ("all", "turn")] == choices[0][:2]
+    assert (m.statuses["forgotten"], "forgotten") in choices[1]
+    assert not shown & {UI["en"].send, UI["en"].remember, UI["en"].name_label, UI["en"].memory.apply}
+    tab = app.memory_tab.memories("Emily", "", "", "all", "all", "", "", 1, ANON)  # ...and its contents
+    assert tab[3]["headers"] == list(m.columns) and tab[3]["data"][0][1] == m.kinds["turn"]
+    assert m.page_info.split("{")[0] in tab[1]
+    assert tab[4].axes[0].get_ylabel() == PLOT_TEXTS["zh"].y_label  # the plot's words
     assert chat["label"] == zh.title and notes(chat["value"])[0]["metadata"]["title"] == "🧠 没有用到记忆"
     assert "欢迎" in status
     with pytest.warns(UserWarning, match="请先输入你的名字"):  # toasts follow the tab's language
@@ -98,6 +109,8 @@ def test_every_ui_text_exists_in_both_languages() -> None:
             assert en.keys() == zh.keys()
     with pytest.raises(KeyError, match="no UI text named 'sned'"):  # a typo fails when the page is built
         Translations().add(object(), value="sned")
+    with pytest.raises(KeyError, match=r"no UI text named 'memory\.sned'"):
+        Translations().add(object(), value="memory.sned")
 
 
 def test_the_header_says_which_model_answers(bank) -> None:  # type: ignore[no-untyped-def]
