@@ -373,6 +373,7 @@ class MemoryBank:
         text = turn_text(query, response)
         self._writing_encoder()  # an encoder that cannot load leaves no empty user behind
         rec = self.user(user, create=True)
+        self._daily_forget(rec, _as_date(None, self.clock))
         previous = self.storage.last_turn(rec.id, day)
         context = previous.response if previous is not None and previous.response else None
         vector = self._embed([index_text(text, context)], write=True)[0]
@@ -571,6 +572,9 @@ class MemoryBank:
         """The ``k`` memories of ``user`` most related to ``query``, best first.
 
         With ``reinforce=True`` the returned memories are recalled: strength +1, last recall = now.
+        Otherwise a search writes nothing and takes no write lock (it works on a read-only
+        store): which memories are forgotten at ``now`` follows from their stored strength,
+        last recall and kind (:meth:`_live_now`); the daily pass that persists it runs on writes.
         """
         _check_text(query, "query")
         k = self.config.retrieval.top_k if k is None else int(k)
@@ -578,7 +582,6 @@ class MemoryBank:
             raise InvalidInputError(f"k must be at least 1, got {k}")
         rec = self.user(user)
         today = _as_date(now, self.clock)
-        self._daily_forget(rec, today)
         f = self.config.forgetting
         # The cold tier ranked jointly on every search: the live index is not searched on its
         # own (one ranking of all memories, as with forgetting off; memory_bank.cold).
@@ -594,7 +597,7 @@ class MemoryBank:
             allowed = frozenset({MemoryKind.TURN.value})
         qvec = query_vector(query, self._embed, self.config.retrieval.latest_turn_weight)
         if part is None:
-            found = self._joint(rec, query, qvec, k, today, allowed, self.cold.live_rowids(rec.id))
+            found = self._joint(rec, query, qvec, k, today, allowed, self._live_now(rec, today))
         else:
             found, live_rowids = self._live(rec, part, query, qvec, k, today, allowed)
             if cold_tier and (not found or found[0][1] < f.cold_below):
@@ -605,11 +608,14 @@ class MemoryBank:
         retention = self._retention([m for m, _ in found], today)
         results = [SearchResult(m, score, r) for (m, score), r in zip(found, retention, strict=True)]
         if reinforce and results:
-            cold = [r.memory for r in results if r.memory.archived]
+            # The day's pass first, so that it cannot forget again what is recalled now.
+            self._daily_forget(rec, today)
+            rowids = [r.memory.rowid or 0 for r in results]
+            cold = [m.rowid or 0 for m in self.storage.memories(rec.id, rowids=rowids) if m.archived]
             if cold:  # recalled from the cold tier: it comes back to the live one
-                self.storage.set_archived(rec.id, [m.rowid or 0 for m in cold], False)
-                for m in cold:
-                    m.archived = False
+                self.storage.set_archived(rec.id, cold, False)
+                for r in results:
+                    r.memory.archived = False
             self.reinforce(
                 rec.name,
                 [r.memory.memory_id for r in results],
@@ -665,7 +671,10 @@ class MemoryBank:
             allowed_kinds=allowed,
         )
         by_row = {m.rowid: m for m in self.storage.memories(rec.id, rowids=[r for r, _ in hits])}
-        return [(by_row[r], s) for r, s in hits if r in by_row]
+        found = [(by_row[r], s) for r, s in hits if r in by_row]
+        for m, _ in found:  # forgotten at ``today``, whether or not a pass has persisted it yet
+            m.archived = m.archived or not bool(np.isin(m.rowid or 0, live_rowids))
+        return found
 
     def _with_cold(
         self,
@@ -698,9 +707,12 @@ class MemoryBank:
         """Recall memories (paper §2.3): strength +1 and the forgetting clock restarts today.
 
         A memory is reinforced at most once a day, however often it is retrieved: the paper's
-        strength counts the days it was recalled on (seven retrievals today give strength 2)."""
+        strength counts the days it was recalled on (seven retrievals today give strength 2).
+        A write: the user's forgetting pass of the day runs first (see :meth:`_daily_forget`)."""
         rec = self.user(user)
-        day = _as_date(now, self.clock).isoformat()
+        today = _as_date(now, self.clock)
+        self._daily_forget(rec, today)
+        day = today.isoformat()
         if _memories is None:
             wanted = set(memory_ids)
             _memories = self.storage.memories_by_ids(rec.id, wanted)
@@ -787,11 +799,50 @@ class MemoryBank:
         ]
 
     def _daily_forget(self, rec: UserRecord, today: dt.date) -> None:
+        """The user's forgetting pass of ``today``, once a day, on a write (a turn added, a
+        recall): it persists what the clock already decides (:meth:`_live_now`), so a search
+        never needs to write."""
         f = self.config.forgetting
         if f.mode == "off" or not f.daily_pass or rec.last_forget_date == today.isoformat():
             return
         with self._forget_lock:
             self._forget_user(rec, today, f.mode, f.seed)
+
+    def _live_now(self, rec: UserRecord, today: dt.date) -> np.ndarray:
+        """The rowids (ascending) of the user's memories that are live at ``today``: stored as
+        live and, under the threshold policy, with retention still at or above the threshold.
+        Retention is a function of the clock, so this is the set a pass at ``today`` leaves
+        live, without persisting anything (a stochastic pass draws: until it runs, what it
+        would drop is still live). Read once per store change and day."""
+        f = self.config.forgetting
+
+        def compute() -> np.ndarray:
+            cols, kinds = self._forget_columns(rec)
+            if f.mode == "off" or f.policy != "threshold" or not len(cols.rowids):
+                return np.sort(cols.rowids)
+            return np.sort(cols.rowids[~self._drop_mask(rec, cols, kinds, today, f.mode, None)])
+
+        return self.cold.live_rowids(rec.id, today.isoformat(), compute)
+
+    def _drop_mask(
+        self,
+        rec: UserRecord,
+        cols: ForgetColumns,
+        kinds: list[str],
+        today: dt.date,
+        mode: str,
+        seed: int | None,
+    ) -> np.ndarray:
+        """Which of ``cols`` a pass at ``today`` forgets (see :mod:`memory_bank.forgetting`)."""
+        f = self.config.forgetting
+        r = forgetting.retention_array(
+            (forgetting.day_number(today) - cols.anchors).astype(np.float64),
+            cols.strengths,
+            mode=mode,  # type: ignore[arg-type]
+            tau=self._time_scales(kinds, cols.weights),
+        )
+        rng = forgetting.pass_rng(seed, rec.name, today) if f.policy == "stochastic" else None
+        return forgetting.forget_mask(r, policy=f.policy, threshold=f.threshold, rng=rng)
 
     def forget(
         self, user: str | None = None, *, now: When = None, mode: str | None = None, seed: int | None = None
@@ -815,14 +866,7 @@ class MemoryBank:
         cols, kinds = self._forget_columns(rec)
         report.examined = len(cols.rowids)
         if mode != "off" and report.examined:
-            r = forgetting.retention_array(
-                (forgetting.day_number(today) - cols.anchors).astype(np.float64),
-                cols.strengths,
-                mode=mode,  # type: ignore[arg-type]
-                tau=self._time_scales(kinds, cols.weights),
-            )
-            rng = forgetting.pass_rng(seed, rec.name, today) if f.policy == "stochastic" else None
-            drop = forgetting.forget_mask(r, policy=f.policy, threshold=f.threshold, rng=rng)
+            drop = self._drop_mask(rec, cols, kinds, today, mode, seed)
             rowids = cols.rowids[drop].tolist()
             if rowids:
                 keys = self.storage.memory_keys(rec.id, rowids)

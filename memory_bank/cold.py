@@ -76,7 +76,7 @@ class ColdTier:
         self._all = PartitionCache(
             loader=self._load_all, state=storage.user_state, dim=dim, max_users=max_users
         )
-        self._live: dict[int, tuple[tuple[int, int], np.ndarray]] = {}
+        self._live: dict[int, tuple[tuple[tuple[int, int], str], np.ndarray]] = {}
         self._max_users = max_users
         #: Searches that consulted the cold tier, and those that found something there.
         self.consulted = 0
@@ -103,17 +103,18 @@ class ColdTier:
         )
         return merge_batches(live, self._load(user_id, after_rowid, upto_rowid))
 
-    def live_rowids(self, user_id: int) -> np.ndarray:
-        """The rowids (ascending) of the user's live memories, read once per store change: what
-        a joint search needs to tell the tiers apart without a live index of its own."""
-        state = self._storage.user_state(user_id)
+    def live_rowids(self, user_id: int, day: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        """The rowids (ascending) of the user's memories live on ``day``, as ``compute`` finds
+        them, kept until the store changes or the day does: what a joint search needs to tell
+        the tiers apart without a live index of its own."""
+        key = (self._storage.user_state(user_id), day)
         hit = self._live.get(user_id)
-        if hit is not None and hit[0] == state:
+        if hit is not None and hit[0] == key:
             return hit[1]
-        rowids = np.sort(self._storage.forget_columns(user_id, RETRIEVABLE_KINDS).rowids)
+        rowids = compute()
         if len(self._live) >= self._max_users:
             self._live.pop(next(iter(self._live)))
-        self._live[user_id] = (state, rowids)
+        self._live[user_id] = (key, rowids)
         return rowids
 
     def search_joint(
