@@ -609,13 +609,13 @@ class MemoryBank:
         results = [SearchResult(m, score, r) for (m, score), r in zip(found, retention, strict=True)]
         if reinforce and results:
             # The day's pass first, so that it cannot forget again what is recalled now.
-            self._daily_forget(rec, today)
-            rowids = [r.memory.rowid or 0 for r in results]
-            cold = [m.rowid or 0 for m in self.storage.memories(rec.id, rowids=rowids) if m.archived]
+            report = self._daily_forget(rec, today)
+            gone = set(report.forgotten) if report is not None else set()
+            cold = [r.memory for r in results if r.memory.archived or r.memory.memory_id in gone]
             if cold:  # recalled from the cold tier: it comes back to the live one
-                self.storage.set_archived(rec.id, cold, False)
-                for r in results:
-                    r.memory.archived = False
+                self.storage.set_archived(rec.id, [m.rowid or 0 for m in cold], False)
+                for m in cold:
+                    m.archived = False
             self.reinforce(
                 rec.name,
                 [r.memory.memory_id for r in results],
@@ -798,15 +798,15 @@ class MemoryBank:
             for m, x in zip(mems, r, strict=True)
         ]
 
-    def _daily_forget(self, rec: UserRecord, today: dt.date) -> None:
+    def _daily_forget(self, rec: UserRecord, today: dt.date) -> ForgetReport | None:
         """The user's forgetting pass of ``today``, once a day, on a write (a turn added, a
         recall): it persists what the clock already decides (:meth:`_live_now`), so a search
         never needs to write."""
         f = self.config.forgetting
         if f.mode == "off" or not f.daily_pass or rec.last_forget_date == today.isoformat():
-            return
+            return None
         with self._forget_lock:
-            self._forget_user(rec, today, f.mode, f.seed)
+            return self._forget_user(rec, today, f.mode, f.seed)
 
     def _live_now(self, rec: UserRecord, today: dt.date) -> np.ndarray:
         """The rowids (ascending) of the user's memories that are live at ``today``: stored as
@@ -950,7 +950,9 @@ class MemoryBank:
             e.update(retention=1.0, forgets_on=None)
         retention = float(e["retention"])  # type: ignore[arg-type]
         status: Status
-        if m.archived:
+        if m.hidden:
+            status = "hidden"
+        elif m.archived:
             status = "forgotten"
         elif never or f.mode == "off":
             status = "kept"
@@ -973,10 +975,11 @@ class MemoryBank:
             forgets_on=e["forgets_on"],  # type: ignore[arg-type]
             mode=f.mode,
             policy=f.policy,
+            hidden=m.hidden,
         )
 
     def restore(self, user: str, memory_ids: Sequence[str], *, now: When = None) -> None:
-        """Bring archived (forgotten) memories back into retrieval.
+        """Bring archived memories (forgotten or hidden) back into retrieval.
 
         Restoring counts as recalling (strength + 1, the forgetting clock restarts ``now``), as
         when the cold tier brings a memory back: otherwise the next daily pass would forget it
@@ -990,11 +993,13 @@ class MemoryBank:
         self.storage.set_archived(rec.id, [m.rowid or 0 for m in mems], False)
         self.reinforce(rec.name, list(wanted), now=now, _memories=mems)
 
-    def archive(self, user: str, memory_ids: Sequence[str]) -> None:
-        """Take memories out of retrieval without deleting them (undo with :meth:`restore`)."""
+    def archive(self, user: str, memory_ids: Sequence[str], *, hidden: bool = True) -> None:
+        """Hide memories on purpose: out of every search, the cold tier's too, without deleting
+        them (undo with :meth:`restore`). ``hidden=False`` forgets them as the curve does
+        instead: out of the live tier, still found by the cold tier (``forgetting.cold_tier``)."""
         rec = self.user(user)
         mems = self.storage.memories_by_ids(rec.id, memory_ids)
-        self.storage.set_archived(rec.id, [m.rowid or 0 for m in mems], True)
+        self.storage.set_archived(rec.id, [m.rowid or 0 for m in mems], True, hidden=hidden)
 
     def purge_archived(self, user: str | None = None) -> int:
         """Delete forgotten (archived) memories for good."""
