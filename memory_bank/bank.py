@@ -597,14 +597,11 @@ class MemoryBank:
             allowed = frozenset({MemoryKind.TURN.value})
         qvec = query_vector(query, self._embed, self.config.retrieval.latest_turn_weight)
         if part is None:
-            found = self._joint(rec, query, qvec, k, today, allowed, self._live_now(rec, today))
+            found = self._cold(rec, [], query, qvec, k, today, allowed, joint=True)
         else:
-            found, live_rowids = self._live(rec, part, query, qvec, k, today, allowed)
+            found = self._live(rec, part, query, qvec, k, today, allowed)
             if cold_tier and (not found or found[0][1] < f.cold_below):
-                if f.cold_rank == "joint":
-                    found = self._joint(rec, query, qvec, k, today, allowed, live_rowids)
-                else:
-                    found = self._with_cold(rec, found, query, qvec, k, today, allowed)
+                found = self._cold(rec, found, query, qvec, k, today, allowed, joint=f.cold_rank == "joint")
         retention = self._retention([m for m, _ in found], today)
         results = [SearchResult(m, score, r) for (m, score), r in zip(found, retention, strict=True)]
         if reinforce and results:
@@ -633,12 +630,11 @@ class MemoryBank:
         k: int,
         today: dt.date,
         allowed: frozenset[str] | None,
-    ) -> tuple[list[tuple[Memory, float]], np.ndarray]:
-        """The best live memories with their scores, and the live rowids (ascending)."""
+    ) -> list[tuple[Memory, float]]:
+        """The best live memories with their scores."""
         with part.lock:
             ranked = rank(part, query, qvec, k, self.config.retrieval, now=today, allowed_kinds=allowed)
             rowids = part.rowids[ranked.positions].tolist()
-            live_rowids = part.rowids.copy()
         by_row = {m.rowid: m for m in self.storage.memories(rec.id, rowids=rowids)}
         found = []
         for rowid, score in zip(rowids, ranked.scores.tolist(), strict=True):
@@ -646,37 +642,9 @@ class MemoryBank:
             if m is None or m.archived:  # deleted or forgotten by another process meanwhile
                 continue
             found.append((m, score))
-        return found, live_rowids
-
-    def _joint(
-        self,
-        rec: UserRecord,
-        query: str,
-        qvec: np.ndarray,
-        k: int,
-        today: dt.date,
-        allowed: frozenset[str] | None,
-        live_rowids: np.ndarray,
-    ) -> list[tuple[Memory, float]]:
-        """Live and forgotten memories ranked as one set (see :mod:`memory_bank.cold`)."""
-        hits = self.cold.search_joint(
-            rec.id,
-            query,
-            qvec,
-            k,
-            self.config.retrieval,
-            live_rowids=live_rowids,
-            penalty=self.config.forgetting.cold_penalty,
-            now=today,
-            allowed_kinds=allowed,
-        )
-        by_row = {m.rowid: m for m in self.storage.memories(rec.id, rowids=[r for r, _ in hits])}
-        found = [(by_row[r], s) for r, s in hits if r in by_row]
-        for m, _ in found:  # forgotten at ``today``, whether or not a pass has persisted it yet
-            m.archived = m.archived or not bool(np.isin(m.rowid or 0, live_rowids))
         return found
 
-    def _with_cold(
+    def _cold(
         self,
         rec: UserRecord,
         found: list[tuple[Memory, float]],
@@ -685,16 +653,31 @@ class MemoryBank:
         k: int,
         today: dt.date,
         allowed: frozenset[str] | None,
+        *,
+        joint: bool,
     ) -> list[tuple[Memory, float]]:
-        """``found`` merged with the best archived memories, by score (see :mod:`memory_bank.cold`)."""
+        """The cold tier consulted (see :mod:`memory_bank.cold`). ``joint``: live and forgotten
+        memories ranked as one set (``found`` is replaced), forgotten ones ``cold_penalty``
+        lower; otherwise the best forgotten memories, merged with ``found`` by score."""
+        live = self._live_now(rec, today) if joint else None
         hits = self.cold.search(
-            rec.id, query, qvec, k, self.config.retrieval, now=today, allowed_kinds=allowed
+            rec.id,
+            query,
+            qvec,
+            k,
+            self.config.retrieval,
+            now=today,
+            allowed_kinds=allowed,
+            live_rowids=live,
+            penalty=self.config.forgetting.cold_penalty,
         )
-        if not hits:
-            return found
         by_row = {m.rowid: m for m in self.storage.memories(rec.id, rowids=[r for r, _ in hits])}
-        cold = [(by_row[r], s) for r, s in hits if r in by_row and by_row[r].archived]
-        return sorted(found + cold, key=lambda x: -x[1])[:k]
+        cold = [(by_row[r], s) for r, s in hits if r in by_row]
+        if live is None:
+            return sorted(found + [x for x in cold if x[0].archived], key=lambda x: -x[1])[:k]
+        for m, _ in cold:  # forgotten at ``today``, whether or not a pass has persisted it yet
+            m.archived = m.archived or not bool(np.isin(m.rowid or 0, live))
+        return cold
 
     def reinforce(
         self,
