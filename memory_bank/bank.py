@@ -373,6 +373,7 @@ class MemoryBank:
         text = turn_text(query, response)
         self._writing_encoder()  # an encoder that cannot load leaves no empty user behind
         rec = self.user(user, create=True)
+        self._daily_forget(rec, _as_date(None, self.clock))
         previous = self.storage.last_turn(rec.id, day)
         context = previous.response if previous is not None and previous.response else None
         vector = self._embed([index_text(text, context)], write=True)[0]
@@ -588,6 +589,9 @@ class MemoryBank:
         """The ``k`` memories of ``user`` most related to ``query``, best first.
 
         With ``reinforce=True`` the returned memories are recalled: strength +1, last recall = now.
+        Otherwise a search writes nothing and takes no write lock (it works on a read-only
+        store): which memories are forgotten at ``now`` follows from their stored strength,
+        last recall and kind (:meth:`_live_now`); the daily pass that persists it runs on writes.
         """
         _check_text(query, "query")
         k = self.config.retrieval.top_k if k is None else int(k)
@@ -595,7 +599,6 @@ class MemoryBank:
             raise InvalidInputError(f"k must be at least 1, got {k}")
         rec = self.user(user)
         today = _as_date(now, self.clock)
-        self._daily_forget(rec, today)
         f = self.config.forgetting
         # The cold tier ranked jointly on every search: the live index is not searched on its
         # own (one ranking of all memories, as with forgetting off; memory_bank.cold).
@@ -611,18 +614,18 @@ class MemoryBank:
             allowed = frozenset({MemoryKind.TURN.value})
         qvec = query_vector(query, self._embed, self.config.retrieval.latest_turn_weight)
         if part is None:
-            found = self._joint(rec, query, qvec, k, today, allowed, self.cold.live_rowids(rec.id))
+            found = self._cold(rec, [], query, qvec, k, today, allowed, joint=True)
         else:
-            found, live_rowids = self._live(rec, part, query, qvec, k, today, allowed)
+            found = self._live(rec, part, query, qvec, k, today, allowed)
             if cold_tier and (not found or found[0][1] < f.cold_below):
-                if f.cold_rank == "joint":
-                    found = self._joint(rec, query, qvec, k, today, allowed, live_rowids)
-                else:
-                    found = self._with_cold(rec, found, query, qvec, k, today, allowed)
+                found = self._cold(rec, found, query, qvec, k, today, allowed, joint=f.cold_rank == "joint")
         retention = self._retention([m for m, _ in found], today)
         results = [SearchResult(m, score, r) for (m, score), r in zip(found, retention, strict=True)]
         if reinforce and results:
-            cold = [r.memory for r in results if r.memory.archived]
+            # The day's pass first, so that it cannot forget again what is recalled now.
+            report = self._daily_forget(rec, today)
+            gone = set(report.forgotten) if report is not None else set()
+            cold = [r.memory for r in results if r.memory.archived or r.memory.memory_id in gone]
             if cold:  # recalled from the cold tier: it comes back to the live one
                 self.storage.set_archived(rec.id, [m.rowid or 0 for m in cold], False)
                 for m in cold:
@@ -644,12 +647,11 @@ class MemoryBank:
         k: int,
         today: dt.date,
         allowed: frozenset[str] | None,
-    ) -> tuple[list[tuple[Memory, float]], np.ndarray]:
-        """The best live memories with their scores, and the live rowids (ascending)."""
+    ) -> list[tuple[Memory, float]]:
+        """The best live memories with their scores."""
         with part.lock:
             ranked = rank(part, query, qvec, k, self.config.retrieval, now=today, allowed_kinds=allowed)
             rowids = part.rowids[ranked.positions].tolist()
-            live_rowids = part.rowids.copy()
         by_row = {m.rowid: m for m in self.storage.memories(rec.id, rowids=rowids)}
         found = []
         for rowid, score in zip(rowids, ranked.scores.tolist(), strict=True):
@@ -657,34 +659,9 @@ class MemoryBank:
             if m is None or m.archived:  # deleted or forgotten by another process meanwhile
                 continue
             found.append((m, score))
-        return found, live_rowids
+        return found
 
-    def _joint(
-        self,
-        rec: UserRecord,
-        query: str,
-        qvec: np.ndarray,
-        k: int,
-        today: dt.date,
-        allowed: frozenset[str] | None,
-        live_rowids: np.ndarray,
-    ) -> list[tuple[Memory, float]]:
-        """Live and forgotten memories ranked as one set (see :mod:`memory_bank.cold`)."""
-        hits = self.cold.search_joint(
-            rec.id,
-            query,
-            qvec,
-            k,
-            self.config.retrieval,
-            live_rowids=live_rowids,
-            penalty=self.config.forgetting.cold_penalty,
-            now=today,
-            allowed_kinds=allowed,
-        )
-        by_row = {m.rowid: m for m in self.storage.memories(rec.id, rowids=[r for r, _ in hits])}
-        return [(by_row[r], s) for r, s in hits if r in by_row]
-
-    def _with_cold(
+    def _cold(
         self,
         rec: UserRecord,
         found: list[tuple[Memory, float]],
@@ -693,16 +670,31 @@ class MemoryBank:
         k: int,
         today: dt.date,
         allowed: frozenset[str] | None,
+        *,
+        joint: bool,
     ) -> list[tuple[Memory, float]]:
-        """``found`` merged with the best archived memories, by score (see :mod:`memory_bank.cold`)."""
+        """The cold tier consulted (see :mod:`memory_bank.cold`). ``joint``: live and forgotten
+        memories ranked as one set (``found`` is replaced), forgotten ones ``cold_penalty``
+        lower; otherwise the best forgotten memories, merged with ``found`` by score."""
+        live = self._live_now(rec, today) if joint else None
         hits = self.cold.search(
-            rec.id, query, qvec, k, self.config.retrieval, now=today, allowed_kinds=allowed
+            rec.id,
+            query,
+            qvec,
+            k,
+            self.config.retrieval,
+            now=today,
+            allowed_kinds=allowed,
+            live_rowids=live,
+            penalty=self.config.forgetting.cold_penalty,
         )
-        if not hits:
-            return found
         by_row = {m.rowid: m for m in self.storage.memories(rec.id, rowids=[r for r, _ in hits])}
-        cold = [(by_row[r], s) for r, s in hits if r in by_row and by_row[r].archived]
-        return sorted(found + cold, key=lambda x: -x[1])[:k]
+        cold = [(by_row[r], s) for r, s in hits if r in by_row]
+        if live is None:
+            return sorted(found + [x for x in cold if x[0].archived], key=lambda x: -x[1])[:k]
+        for m, _ in cold:  # forgotten at ``today``, whether or not a pass has persisted it yet
+            m.archived = m.archived or not bool(np.isin(m.rowid or 0, live))
+        return cold
 
     def reinforce(
         self,
@@ -715,9 +707,12 @@ class MemoryBank:
         """Recall memories (paper §2.3): strength +1 and the forgetting clock restarts today.
 
         A memory is reinforced at most once a day, however often it is retrieved: the paper's
-        strength counts the days it was recalled on (seven retrievals today give strength 2)."""
+        strength counts the days it was recalled on (seven retrievals today give strength 2).
+        A write: the user's forgetting pass of the day runs first (see :meth:`_daily_forget`)."""
         rec = self.user(user)
-        day = _as_date(now, self.clock).isoformat()
+        today = _as_date(now, self.clock)
+        self._daily_forget(rec, today)
+        day = today.isoformat()
         if _memories is None:
             wanted = set(memory_ids)
             _memories = self.storage.memories_by_ids(rec.id, wanted)
@@ -803,12 +798,51 @@ class MemoryBank:
             for m, x in zip(mems, r, strict=True)
         ]
 
-    def _daily_forget(self, rec: UserRecord, today: dt.date) -> None:
+    def _daily_forget(self, rec: UserRecord, today: dt.date) -> ForgetReport | None:
+        """The user's forgetting pass of ``today``, once a day, on a write (a turn added, a
+        recall): it persists what the clock already decides (:meth:`_live_now`), so a search
+        never needs to write."""
         f = self.config.forgetting
         if f.mode == "off" or not f.daily_pass or rec.last_forget_date == today.isoformat():
-            return
+            return None
         with self._forget_lock:
-            self._forget_user(rec, today, f.mode, f.seed)
+            return self._forget_user(rec, today, f.mode, f.seed)
+
+    def _live_now(self, rec: UserRecord, today: dt.date) -> np.ndarray:
+        """The rowids (ascending) of the user's memories that are live at ``today``: stored as
+        live and, under the threshold policy, with retention still at or above the threshold.
+        Retention is a function of the clock, so this is the set a pass at ``today`` leaves
+        live, without persisting anything (a stochastic pass draws: until it runs, what it
+        would drop is still live). Read once per store change and day."""
+        f = self.config.forgetting
+
+        def compute() -> np.ndarray:
+            cols, kinds = self._forget_columns(rec)
+            if f.mode == "off" or f.policy != "threshold" or not len(cols.rowids):
+                return np.sort(cols.rowids)
+            return np.sort(cols.rowids[~self._drop_mask(rec, cols, kinds, today, f.mode, None)])
+
+        return self.cold.live_rowids(rec.id, today.isoformat(), compute)
+
+    def _drop_mask(
+        self,
+        rec: UserRecord,
+        cols: ForgetColumns,
+        kinds: list[str],
+        today: dt.date,
+        mode: str,
+        seed: int | None,
+    ) -> np.ndarray:
+        """Which of ``cols`` a pass at ``today`` forgets (see :mod:`memory_bank.forgetting`)."""
+        f = self.config.forgetting
+        r = forgetting.retention_array(
+            (forgetting.day_number(today) - cols.anchors).astype(np.float64),
+            cols.strengths,
+            mode=mode,  # type: ignore[arg-type]
+            tau=self._time_scales(kinds, cols.weights),
+        )
+        rng = forgetting.pass_rng(seed, rec.name, today) if f.policy == "stochastic" else None
+        return forgetting.forget_mask(r, policy=f.policy, threshold=f.threshold, rng=rng)
 
     def forget(
         self, user: str | None = None, *, now: When = None, mode: str | None = None, seed: int | None = None
@@ -832,14 +866,7 @@ class MemoryBank:
         cols, kinds = self._forget_columns(rec)
         report.examined = len(cols.rowids)
         if mode != "off" and report.examined:
-            r = forgetting.retention_array(
-                (forgetting.day_number(today) - cols.anchors).astype(np.float64),
-                cols.strengths,
-                mode=mode,  # type: ignore[arg-type]
-                tau=self._time_scales(kinds, cols.weights),
-            )
-            rng = forgetting.pass_rng(seed, rec.name, today) if f.policy == "stochastic" else None
-            drop = forgetting.forget_mask(r, policy=f.policy, threshold=f.threshold, rng=rng)
+            drop = self._drop_mask(rec, cols, kinds, today, mode, seed)
             rowids = cols.rowids[drop].tolist()
             if rowids:
                 keys = self.storage.memory_keys(rec.id, rowids)
@@ -923,7 +950,9 @@ class MemoryBank:
             e.update(retention=1.0, forgets_on=None)
         retention = float(e["retention"])  # type: ignore[arg-type]
         status: Status
-        if m.archived:
+        if m.hidden:
+            status = "hidden"
+        elif m.archived:
             status = "forgotten"
         elif never or f.mode == "off":
             status = "kept"
@@ -946,10 +975,11 @@ class MemoryBank:
             forgets_on=e["forgets_on"],  # type: ignore[arg-type]
             mode=f.mode,
             policy=f.policy,
+            hidden=m.hidden,
         )
 
     def restore(self, user: str, memory_ids: Sequence[str], *, now: When = None) -> None:
-        """Bring archived (forgotten) memories back into retrieval.
+        """Bring archived memories (forgotten or hidden) back into retrieval.
 
         Restoring counts as recalling (strength + 1, the forgetting clock restarts ``now``), as
         when the cold tier brings a memory back: otherwise the next daily pass would forget it
@@ -963,11 +993,13 @@ class MemoryBank:
         self.storage.set_archived(rec.id, [m.rowid or 0 for m in mems], False)
         self.reinforce(rec.name, list(wanted), now=now, _memories=mems)
 
-    def archive(self, user: str, memory_ids: Sequence[str]) -> None:
-        """Take memories out of retrieval without deleting them (undo with :meth:`restore`)."""
+    def archive(self, user: str, memory_ids: Sequence[str], *, hidden: bool = True) -> None:
+        """Hide memories on purpose: out of every search, the cold tier's too, without deleting
+        them (undo with :meth:`restore`). ``hidden=False`` forgets them as the curve does
+        instead: out of the live tier, still found by the cold tier (``forgetting.cold_tier``)."""
         rec = self.user(user)
         mems = self.storage.memories_by_ids(rec.id, memory_ids)
-        self.storage.set_archived(rec.id, [m.rowid or 0 for m in mems], True)
+        self.storage.set_archived(rec.id, [m.rowid or 0 for m in mems], True, hidden=hidden)
 
     def purge_archived(self, user: str | None = None) -> int:
         """Delete forgotten (archived) memories for good."""

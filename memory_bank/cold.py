@@ -16,6 +16,11 @@ Two ways to rank them (``forgetting.cold_rank``):
 * ``separate``: the archived memories are ranked on their own index and the two lists merged by
   score (each tier normalised on its own, neighbours and day evidence within a tier only).
 
+Both are one ranking (:meth:`ColdTier.search`), the penalty its option. Which memories are
+forgotten is decided at the search's ``now`` from the clock (``MemoryBank._live_now``), not
+read from what a pass persisted, so a search writes nothing. Memories the user hid
+(``MemoryBank.archive``) are in neither index: the cold tier never brings them back.
+
 The indexes are built from stored vectors (no re-embedding) and refreshed when the user's
 memories change.
 """
@@ -31,7 +36,7 @@ import numpy as np
 from memory_bank.config import RetrievalConfig
 from memory_bank.index import PartitionCache
 from memory_bank.records import RETRIEVABLE_KINDS
-from memory_bank.retrieval import ColdPenalty, Pipeline, Query, rank
+from memory_bank.retrieval import ColdPenalty, Pipeline, Query
 from memory_bank.stores import Storage, VectorBatch
 
 
@@ -76,7 +81,7 @@ class ColdTier:
         self._all = PartitionCache(
             loader=self._load_all, state=storage.user_state, dim=dim, max_users=max_users
         )
-        self._live: dict[int, tuple[tuple[int, int], np.ndarray]] = {}
+        self._live: dict[int, tuple[tuple[tuple[int, int], str], np.ndarray]] = {}
         self._max_users = max_users
         #: Searches that consulted the cold tier, and those that found something there.
         self.consulted = 0
@@ -103,49 +108,19 @@ class ColdTier:
         )
         return merge_batches(live, self._load(user_id, after_rowid, upto_rowid))
 
-    def live_rowids(self, user_id: int) -> np.ndarray:
-        """The rowids (ascending) of the user's live memories, read once per store change: what
-        a joint search needs to tell the tiers apart without a live index of its own."""
-        state = self._storage.user_state(user_id)
+    def live_rowids(self, user_id: int, day: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        """The rowids (ascending) of the user's memories live on ``day``, as ``compute`` finds
+        them, kept until the store changes or the day does: what a joint search needs to tell
+        the tiers apart without a live index of its own."""
+        key = (self._storage.user_state(user_id), day)
         hit = self._live.get(user_id)
-        if hit is not None and hit[0] == state:
+        if hit is not None and hit[0] == key:
             return hit[1]
-        rowids = np.sort(self._storage.forget_columns(user_id, RETRIEVABLE_KINDS).rowids)
+        rowids = compute()
         if len(self._live) >= self._max_users:
             self._live.pop(next(iter(self._live)))
-        self._live[user_id] = (state, rowids)
+        self._live[user_id] = (key, rowids)
         return rowids
-
-    def search_joint(
-        self,
-        user_id: int,
-        query: str,
-        query_vector: np.ndarray,
-        k: int,
-        cfg: RetrievalConfig,
-        *,
-        live_rowids: np.ndarray,
-        penalty: float,
-        now: dt.date,
-        allowed_kinds: frozenset[str] | None = None,
-    ) -> list[tuple[int, float]]:
-        """The ``k`` best of all the user's memories, live and forgotten, as ``(rowid, score)``,
-        best first; a memory whose rowid is not in ``live_rowids`` (ascending) scores ``penalty``
-        less (see the module)."""
-        self.consulted += 1
-        part = self._all.get(user_id)
-        if len(part) == 0:
-            return []
-        pipeline = Pipeline.from_config(cfg)
-        if penalty > 0:
-            pipeline = pipeline.with_term(ColdPenalty(penalty, live_rowids))
-        with part.lock:
-            parsed = Query.parse(part, query, query_vector, now=now, allowed_kinds=allowed_kinds)
-            ranked = pipeline.rank(part, parsed, k)
-            rowids = part.rowids[ranked.positions]
-        if len(rowids) and not bool(np.all(np.isin(rowids, live_rowids))):
-            self.found += 1
-        return list(zip(rowids.tolist(), ranked.scores.tolist(), strict=True))
 
     def search(
         self,
@@ -157,18 +132,28 @@ class ColdTier:
         *,
         now: dt.date,
         allowed_kinds: frozenset[str] | None = None,
+        live_rowids: np.ndarray | None = None,
+        penalty: float = 0.0,
     ) -> list[tuple[int, float]]:
-        """The ``k`` best archived memories as ``(rowid, score)``, best first."""
+        """The ``k`` best memories as ``(rowid, score)``, best first, by the bank's pipeline.
+
+        With ``live_rowids`` (ascending; ``joint``): all the user's memories, live and
+        forgotten, as one candidate set, a memory whose rowid is not among them scoring
+        ``penalty`` less. Without (``separate``): the forgotten memories only."""
         self.consulted += 1
-        part = self._cache.get(user_id)
+        part = (self._all if live_rowids is not None else self._cache).get(user_id)
         if len(part) == 0:
             return []
+        pipeline = Pipeline.from_config(cfg)
+        if live_rowids is not None and penalty > 0:
+            pipeline = pipeline.with_term(ColdPenalty(penalty, live_rowids))
         with part.lock:
-            ranked = rank(part, query, query_vector, k, cfg, now=now, allowed_kinds=allowed_kinds)
-            rowids = part.rowids[ranked.positions].tolist()
-        if rowids:
+            parsed = Query.parse(part, query, query_vector, now=now, allowed_kinds=allowed_kinds)
+            ranked = pipeline.rank(part, parsed, k)
+            rowids = part.rowids[ranked.positions]
+        if len(rowids) and (live_rowids is None or not bool(np.all(np.isin(rowids, live_rowids)))):
             self.found += 1
-        return list(zip(rowids, ranked.scores.tolist(), strict=True))
+        return list(zip(rowids.tolist(), ranked.scores.tolist(), strict=True))
 
     def drop(self, user_id: int) -> None:
         self._cache.drop(user_id)

@@ -128,7 +128,11 @@ class ForgettingConfig(_Strict):
         None, description="seed for stochastic passes; a pass is reproducible per (seed, user, day)"
     )
     action: Literal["archive", "delete"] = "archive"
-    daily_pass: bool = Field(True, description="run a user's pass on their first access each day")
+    daily_pass: bool = Field(
+        True,
+        description="run a user's pass on their first write each day (a turn added, a recall); "
+        "searches never write: they decide what is forgotten from the clock",
+    )
     kind_scales: dict[Literal["turn", "daily_summary"], float] = Field(
         default_factory=dict,
         description="multiplier of tau per kind, e.g. {daily_summary: 4}: summaries outlive their turns",

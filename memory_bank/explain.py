@@ -26,8 +26,10 @@ from typing import Any, Literal
 from memory_bank.languages import pick
 
 #: ``off``: forgetting is off or the kind never fades; ``strong``: retention at least
-#: :data:`STRONG_RETENTION`; ``fading``: below it; ``forgotten``: archived (restorable).
-Status = Literal["kept", "strong", "fading", "forgotten"]
+#: :data:`STRONG_RETENTION`; ``fading``: below it; ``forgotten``: by the curve (out of the live
+#: tier, still found by the cold tier; restorable); ``hidden``: by the user, never retrieved
+#: until restored.
+Status = Literal["kept", "strong", "fading", "forgotten", "hidden"]
 
 #: Retention from which a live memory counts as strong rather than fading.
 STRONG_RETENTION = 0.5
@@ -53,6 +55,7 @@ class Explanation:
     forgets_on: str | None  #: the day it is forgotten unless recalled (None: never)
     mode: str
     policy: str
+    hidden: bool = False  #: hidden by the user: never retrieved until restored
 
     @property
     def recalled(self) -> bool:
@@ -65,6 +68,8 @@ class Explanation:
     def reason(self, language: str = "en") -> str:
         """A short human reason for the status, in ``language`` (``en`` or ``zh``)."""
         w = pick(_WORDS, language, "forgetting explanation")
+        if self.status == "hidden":
+            return f"{w['hidden']}{w['colon']}{w['hidden_why']}"
         if self.status == "kept":
             why = w["never_fades"] if self.mode != "off" else w["off"]
             return f"{w['kept']}{w['colon']}{why}"
@@ -92,6 +97,8 @@ _WORDS: Mapping[str, dict[str, Any]] = {
         "strong": "strong",
         "fading": "fading",
         "forgotten": "forgotten",
+        "hidden": "hidden",
+        "hidden_why": "hidden on purpose, never recalled; restore it to bring it back",
         "colon": ": ",
         "sep": "; ",
         "off": "forgetting is off",
@@ -114,6 +121,8 @@ _WORDS: Mapping[str, dict[str, Any]] = {
         "strong": "牢固",
         "fading": "正在淡忘",
         "forgotten": "已遗忘",
+        "hidden": "已隐藏",
+        "hidden_why": "被特意隐藏，不会被回忆；可恢复",
         "colon": "：",
         "sep": "；",
         "off": "遗忘已关闭",

@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _FORGET_KEYS = ("memory_strength", "memory_id", "last_recall_date")
+#: This package's state flags, written only when set: ``archived`` (forgotten by the curve, still
+#: consulted by the cold tier) and ``hidden`` (hidden by the user, never retrieved until restored).
+_STATE_KEYS = ("archived", "hidden")
 _KNOWN_USER_KEYS = (
     "name",
     "history",
@@ -203,8 +206,9 @@ def _check_forget_fields(rec: dict[str, Any], source: str, where: str, ids: set[
             parse_day(rec["last_recall_date"])
         except InvalidInputError as e:
             raise _fail(source, where, f"last_recall_date {rec['last_recall_date']!r} is not a date") from e
-    if "archived" in rec and not isinstance(rec["archived"], bool):
-        raise _fail(source, where, f"archived must be true or false, got {rec['archived']!r}")
+    for flag in ("archived", "hidden"):
+        if flag in rec and not isinstance(rec[flag], bool):
+            raise _fail(source, where, f"{flag} must be true or false, got {rec[flag]!r}")
     memory_id = rec.get("memory_id")
     if memory_id is not None:
         if not isinstance(memory_id, str) or not memory_id.strip():
@@ -255,7 +259,7 @@ def user_memories(name: str, user: dict[str, Any]) -> tuple[list[Memory], dict[s
             if isinstance(turn, list):
                 fields, info = {"query": turn[0], "response": turn[1]}, {"shape": "list"}
             else:
-                fields, info = _split_record(turn, ("query", "response", *_FORGET_KEYS, "archived"))
+                fields, info = _split_record(turn, ("query", "response", *_FORGET_KEYS, *_STATE_KEYS))
             mems.append(
                 Memory(
                     memory_id=fields.get("memory_id") or f"{name}_{day}_{i}",
@@ -268,7 +272,8 @@ def user_memories(name: str, user: dict[str, Any]) -> tuple[list[Memory], dict[s
                     text=turn_text(fields["query"], fields["response"]),
                     strength=int(fields.get("memory_strength", 1)),
                     last_recall_date=fields.get("last_recall_date"),
-                    archived=bool(fields.get("archived", False)),
+                    archived=bool(fields.get("archived", False) or fields.get("hidden", False)),
+                    hidden=bool(fields.get("hidden", False)),
                     extra=info,
                     context=previous,
                 )
@@ -281,7 +286,7 @@ def user_memories(name: str, user: dict[str, Any]) -> tuple[list[Memory], dict[s
         for day_key, rec in (user.get(field, {}) or {}).items():
             day = parse_day(day_key)
             if isinstance(rec, dict):
-                fields, info = _split_record(rec, ("content", *_FORGET_KEYS, "archived"))
+                fields, info = _split_record(rec, ("content", *_FORGET_KEYS, *_STATE_KEYS))
                 text = fields.get("content", "")
             else:
                 fields, info, text = {}, {"shape": "str"}, rec
@@ -294,7 +299,8 @@ def user_memories(name: str, user: dict[str, Any]) -> tuple[list[Memory], dict[s
                     text=text,
                     strength=int(fields.get("memory_strength", 1)),
                     last_recall_date=fields.get("last_recall_date"),
-                    archived=bool(fields.get("archived", False)),
+                    archived=bool(fields.get("archived", False) or fields.get("hidden", False)),
+                    hidden=bool(fields.get("hidden", False)),
                     extra=info,
                 )
             )
@@ -400,17 +406,16 @@ def _record(
     values = {**base, **forget, **m.extra.get("other", {})}
     if m.archived:
         values["archived"] = True
+    if m.hidden:
+        values["hidden"] = True
+    states = [k for k in _STATE_KEYS if values.get(k)]
     fields = m.extra.get("fields")
     if fields is None:  # made by this package, or reshaped: write every field
-        keys = (
-            list(base)
-            + (list(forget) if forget_default or touched else [])
-            + (["archived"] if m.archived else [])
-        )
+        keys = list(base) + (list(forget) if forget_default or touched else []) + states
     else:
         keys = list(fields)
         if touched:
-            keys += [k for k in (*forget, "archived") if k in values and k not in keys]
+            keys += [k for k in (*forget, *states) if k in values and k not in keys]
     return {k: values[k] for k in keys if k in values}
 
 

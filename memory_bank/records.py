@@ -64,6 +64,10 @@ class Memory:
     #: Content weight, a multiplier of the forgetting time scale set when the memory is written
     #: (:mod:`memory_bank.salience`: small talk 0.25, chat 1, personal 2); 1 for summaries.
     weight: float = 1.0
+    #: Hidden by the user (or an explicit policy action, :meth:`MemoryBank.archive`): never
+    #: retrieved, not even by the cold tier, until restored. A hidden memory is also archived.
+    #: ``archived`` alone is forgetting by the curve: out of the live tier, still consulted.
+    hidden: bool = False
 
     @property
     def recall_anchor(self) -> str:

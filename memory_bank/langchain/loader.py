@@ -229,7 +229,7 @@ class MemoryForgetterLoader(BaseLoader):
                 for m in gone:
                     bank.delete_memory(name, m.memory_id)
             else:
-                bank.archive(name, [m.memory_id for m in gone])
+                bank.archive(name, [m.memory_id for m in gone], hidden=False)  # forgotten, not hidden
             return
         if key is None or data is None:  # the user is not in the file: nothing was loaded
             return

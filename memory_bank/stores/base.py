@@ -28,7 +28,7 @@ from memory_bank.errors import StoreError
 from memory_bank.records import Memory, MemoryKind
 
 #: The version of the stored schema; every backend migrates older stores up to it.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: Key of a user's ``extra``: per day, the lowest turn number a new turn of that day may take
 #: (one more than the highest deleted one). Raised by the store in the transaction that deletes.
@@ -153,7 +153,12 @@ class Storage(abc.ABC):
         (a recall on or before the last recall day changes nothing)."""
 
     @abc.abstractmethod
-    def set_archived(self, user_id: int, rowids: Sequence[int], archived: bool) -> None: ...
+    def set_archived(
+        self, user_id: int, rowids: Sequence[int], archived: bool, *, hidden: bool = False
+    ) -> None:
+        """Archive memories (out of the live tier; ``hidden``: out of every search, the cold
+        tier's too) or, with ``archived=False``, bring them back (unhidden as well)."""
+
     @abc.abstractmethod
     def delete_memories(
         self, user_id: int, rowids: Sequence[int], scrub_dates: Iterable[str] | None = None

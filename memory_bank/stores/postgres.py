@@ -63,6 +63,7 @@ _MIGRATIONS: dict[int, str] = {
     1: "",  # 1 -> 2 added SQLite's forgetting key (an index the PostgreSQL store does not use)
     2: "ALTER TABLE memories ADD COLUMN IF NOT EXISTS weight DOUBLE PRECISION NOT NULL DEFAULT 1",
     3: LEXICAL_TABLE.format(bigint="BIGINT", blob="BYTEA"),  # 3 -> 4: the persisted lexical index
+    4: "ALTER TABLE memories ADD COLUMN IF NOT EXISTS hidden BOOLEAN NOT NULL DEFAULT FALSE",  # 4 -> 5
 }
 
 _SCHEMA_LOCK = 0x4D42_5343  # pg_advisory_xact_lock key: "MBSC"
@@ -205,7 +206,7 @@ class PostgresStorage(SQLStorage):
         cols = list(zip(*(memory_row(m, user_id)[1:] for m in memories), strict=True))
         rows = c.execute(
             f"INSERT INTO memories({FIELDS}) SELECT ?, * FROM unnest(?::text[], ?::text[], ?::text[], ?::int[], ?::text[], ?::text[], "
-            "?::text[], ?::text[], ?::int[], ?::text[], ?::bool[], ?::bool[], ?::text[], ?::text[], ?::float8[]) "
+            "?::text[], ?::text[], ?::int[], ?::text[], ?::bool[], ?::bool[], ?::text[], ?::text[], ?::float8[], ?::bool[]) "
             "ON CONFLICT (user_id, memory_id) DO NOTHING RETURNING id, memory_id",
             (user_id, *(list(col) for col in cols)),
         ).fetchall()

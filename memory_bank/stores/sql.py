@@ -56,6 +56,7 @@ CREATE TABLE IF NOT EXISTS memories (
     last_recall_date {day},
     archived {flag},
     stale {flag},
+    hidden {flag},
     extra TEXT NOT NULL DEFAULT '{{}}',
     context TEXT,
     weight {real} NOT NULL DEFAULT 1,{more_columns}
@@ -83,7 +84,7 @@ LEXICAL_TABLE = """CREATE TABLE IF NOT EXISTS lexical_snapshots (
 #: A memory row's columns after ``id``, in the order of :func:`memory_row`.
 FIELDS = (
     "user_id, memory_id, kind, date, turn, query, response, text, timestamp, strength, "
-    "last_recall_date, archived, stale, extra, context, weight"
+    "last_recall_date, archived, stale, extra, context, weight, hidden"
 )
 #: What a read selects of a memory, in the order :func:`to_memory` reads.
 COLUMNS = "id, " + FIELDS.removeprefix("user_id, ")
@@ -119,6 +120,7 @@ def memory_row(m: Memory, user_id: int) -> tuple[Any, ...]:
         json.dumps(m.extra, ensure_ascii=False),
         m.context,
         float(m.weight),
+        bool(m.hidden),
     )
 
 
@@ -153,6 +155,7 @@ def _to_memory(user: str, row: Sequence[Any]) -> Memory:
         extra=json.loads(row[13]),
         context=row[14],
         weight=float(row[15]),
+        hidden=bool(row[16]),
     )
 
 
@@ -546,7 +549,7 @@ class SQLStorage(Storage):
                 rowid, strength, recalled = int(row[0]), int(row[1]), row[2]
                 c.execute(
                     "UPDATE memories SET kind=?, date=?, turn=?, query=?, response=?, text=?, timestamp=?, "
-                    "archived=?, stale=?, extra=?, context=?, weight=? WHERE id = ?",
+                    "archived=?, stale=?, extra=?, context=?, weight=?, hidden=? WHERE id = ?",
                     (*values[2:9], *values[11:], rowid),
                 )
                 c.execute("DELETE FROM embeddings WHERE memory_rowid = ?", (rowid,))
@@ -605,14 +608,20 @@ class SQLStorage(Storage):
             )
         )
 
-    def set_archived(self, user_id: int, rowids: Sequence[int], archived: bool) -> None:
+    def set_archived(
+        self, user_id: int, rowids: Sequence[int], archived: bool, *, hidden: bool = False
+    ) -> None:
         if not len(rowids):
             return
         cond, args = self._by_rowids(rowids)
+        hide = bool(archived and hidden)
 
         def run(c: Cursor) -> None:
             self._lock_user(c, user_id)
-            c.execute(f"UPDATE memories SET archived = ? WHERE {cond}", (bool(archived), user_id, *args))
+            c.execute(
+                f"UPDATE memories SET archived = ?, hidden = ? WHERE {cond}",
+                (bool(archived), hide, user_id, *args),
+            )
             self._bump(c, user_id, epoch=True, texts_kept=True)
 
         self._write(run)
@@ -797,8 +806,9 @@ class SQLStorage(Storage):
             f"SELECT m.id, e.vector, {words} "
             f"FROM memories m{self.ROWID_ORDER_HINT} "
             "JOIN embeddings e ON e.memory_rowid = m.id "
-            f"WHERE m.user_id = ? AND m.archived = ? AND m.id > ?{upto} AND e.encoder = ? AND {cond} ORDER BY m.id",
-            (user_id, bool(archived), int(after_rowid), *bound, encoder, *args),
+            f"WHERE m.user_id = ? AND m.archived = ? AND m.hidden = ? AND m.id > ?{upto} AND e.encoder = ? AND {cond} "
+            "ORDER BY m.id",
+            (user_id, bool(archived), False, int(after_rowid), *bound, encoder, *args),
             binary=True,
         )
         if not rows:

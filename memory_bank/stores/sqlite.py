@@ -64,6 +64,9 @@ _MIGRATIONS: dict[int, str] = {
     # 3 -> 4: each user's persisted lexical index (a cache; created empty, filled by the next
     # partition build of each user).
     3: LEXICAL_TABLE.format(bigint="INTEGER", blob="BLOB"),
+    # 4 -> 5: hidden by the user (never retrieved) apart from forgotten by the curve (archived,
+    # still consulted by the cold tier); what was archived before stays forgotten, not hidden.
+    4: "ALTER TABLE memories ADD COLUMN hidden INTEGER NOT NULL DEFAULT 0;",
 }
 
 

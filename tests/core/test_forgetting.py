@@ -115,11 +115,14 @@ def test_delete_action_removes_and_marks_summaries_stale(make_bank, clock) -> No
     assert [m.date for m, _ in left if m.kind is MemoryKind.TURN] == ["2023-05-03"]
 
 
-def test_daily_pass_runs_once_per_day_on_first_access(make_bank, clock) -> None:  # type: ignore[no-untyped-def]
+def test_daily_pass_runs_on_the_first_write_of_a_day_never_on_a_search(make_bank, clock) -> None:  # type: ignore[no-untyped-def]
     bank = make_bank(forgetting={"mode": "paper", "policy": "threshold", "threshold": 0.2})
     _turns(bank)
     clock.now = clock.now.replace(year=2023, month=5, day=3)
-    bank.search("Ann", "garden", k=5)  # first access on 05-03: drops t=2 (R=.135)
+    bank.search("Ann", "garden", k=5)  # a search persists nothing ...
+    assert [m.date for m, _ in bank.memories("Ann") if not m.archived] == ["2023-05-01", "2023-05-02", "2023-05-03"]
+    assert bank.user("Ann").last_forget_date == "2023-05-01"
+    bank.add_turn("Ann", "The tomatoes are red now.", "Yum!")  # ... the first write of 05-03 does:
     remaining = [m.date for m, _ in bank.memories("Ann") if not m.archived]
-    assert remaining == ["2023-05-02", "2023-05-03"]
+    assert remaining == ["2023-05-02", "2023-05-03", "2023-05-03"]  # t=2 (R=.135) dropped
     assert bank.user("Ann").last_forget_date == "2023-05-03"

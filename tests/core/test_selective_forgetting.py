@@ -277,12 +277,17 @@ def test_the_selective_setting_forgets_and_loses_nothing(make_bank, tmp_path) ->
     bank = make_bank(forgetting=SELECTIVE_FORGETTING)
     bank.add_turn("Ann", "Thanks, bye!", "Bye!", at="2023-05-01T09:00")
     bank.add_turn("Ann", "My cat Miso likes tuna.", "Sweet.", at="2023-05-01T09:01")
-    # Day 60: both are below 0.05 (small talk after 5 days, personal after 42); the first search
-    # of the day runs the pass, and the forgotten memories are still ranked, 0.05 lower.
+    # Day 60: both are below 0.05 (small talk after 5 days, personal after 42): a search finds
+    # them forgotten by the clock (writing nothing) and still ranks them, 0.05 lower.
     hits = bank.search("Ann", "what does Miso like", k=2, now="2023-06-30")
     assert hits[0].memory.memory_id == "Ann_2023-05-01_1" and hits[0].memory.archived
-    assert all(m.archived for m, _ in bank.memories("Ann"))  # every live memory gone, none lost
+    assert not any(m.archived for m, _ in bank.memories("Ann"))  # nothing persisted by a search
     assert bank.cold.consulted == 1
+    bank.forget("Ann", now="2023-06-30")  # the day's pass persists what the clock decided
+    assert all(m.archived for m, _ in bank.memories("Ann"))  # every live memory gone, none lost
+    assert [(h.memory.memory_id, h.score) for h in bank.search("Ann", "what does Miso like", k=2, now="2023-06-30")] == [
+        (h.memory.memory_id, h.score) for h in hits
+    ]
     bank.search("Ann", "what does Miso like", k=1, now="2023-07-01", reinforce=True)
     assert bank.explain("Ann", "Ann_2023-05-01_1", now="2023-07-01").status == "strong"  # recalled: back
     # Always consulted with cold_below .inf (no separate live ranking) or a huge finite gate

@@ -151,7 +151,10 @@ def test_a_version_3_store_gains_the_snapshot_table(tmp_path) -> None:  # type: 
     _fill(bank)
     bank.close()
     db = sqlite3.connect(tmp_path / "s" / DB_FILENAME)  # the version 3 layout
-    db.executescript("DROP TABLE lexical_snapshots; UPDATE meta SET value = '3' WHERE key = 'schema_version';")
+    db.executescript(
+        "DROP TABLE lexical_snapshots; ALTER TABLE memories DROP COLUMN hidden; "
+        "UPDATE meta SET value = '3' WHERE key = 'schema_version';"
+    )
     db.close()
     bank = MemoryBank.open(tmp_path / "s", encoder_instance=HashingEncoder(64))
     assert [h.memory.text.split(" (")[0] for h in bank.search("Ann", "Jay Chou", k=1)] == ["Jay Chou's!"]
