@@ -52,6 +52,15 @@ Clock = Callable[[], dt.datetime]
 When = dt.datetime | dt.date | str | None
 
 
+def _note_recall(memories: Sequence[Memory], day: str) -> None:
+    """What :meth:`MemoryBank.reinforce` stored, on the in-memory copies: strength + 1 and
+    the recall date ``day``, at most once a day (each object once, however often listed)."""
+    for m in {id(m): m for m in memories}.values():
+        if m.last_recall_date is None or m.last_recall_date < day:
+            m.strength += 1
+            m.last_recall_date = day
+
+
 def _as_datetime(value: When, clock: Clock) -> dt.datetime:
     if value is None:
         return clock()
@@ -352,12 +361,17 @@ class MemoryBank:
         at: When = None,
         memory_id: str | None = None,
         extra: dict[str, Any] | None = None,
+        recalled: Sequence[Memory] = (),
     ) -> Memory:
         """Store one dialog turn with the time it happened (default: now); searchable at once.
 
         ``memory_id`` (optional, e.g. the chat message's UUID) makes a retried add idempotent: if
         the user already has a memory with this id, it is returned and nothing is stored again.
         ``extra`` is kept with the turn (JSON-serialisable; e.g. a LangGraph store item's value).
+        ``recalled``: the user's memories the reply used (e.g. from :meth:`search`), reinforced
+        on the turn's day as :meth:`reinforce` does, in the transaction that stores the turn and
+        marks the day's summaries stale: a chat reply's memory writes are one commit. A recalled
+        memory deleted meanwhile is not reinforced.
         """
         self.find_user(user)  # the user-name rule, before anything is loaded or written
         if memory_id is not None and (
@@ -390,10 +404,31 @@ class MemoryBank:
             extra=dict(extra or {}),
             weight=salience.content_weight(query),
         )
-        memory = self.storage.add_turn(rec.id, memory, vector, self.encoder_name)
-        # The day's summaries no longer cover every turn of it.
-        self.storage.mark_stale(rec.id, [MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY], [day])
+        used = self._with_rowids(rec, recalled)
+        memory = self.storage.add_turn(
+            rec.id,
+            memory,
+            vector,
+            self.encoder_name,
+            # The day's summaries no longer cover every turn of it.
+            stale=[MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY],
+            recalled=[m.rowid or 0 for m in used],
+        )
+        _note_recall(used, day)
         return memory
+
+    def _with_rowids(self, rec: UserRecord, memories: Sequence[Memory]) -> list[Memory]:
+        """``memories`` with their rowids: those read without one are looked up by id (and
+        left out if the user no longer has them)."""
+        missing = {m.memory_id for m in memories if m.rowid is None}
+        if not missing:
+            return list(memories)
+        found = {m.memory_id: m for m in self.storage.memories_by_ids(rec.id, missing)}
+        return [
+            m if m.rowid is not None else found[m.memory_id]
+            for m in memories
+            if m.rowid or m.memory_id in found
+        ]
 
     def add_memories(
         self,
@@ -720,10 +755,7 @@ class MemoryBank:
             if missing:
                 raise MemoryNotFoundError(f"user {rec.name!r} has no memory with id {sorted(missing)[0]!r}")
         self.storage.reinforce(rec.id, [m.rowid or 0 for m in _memories], day)
-        for m in {id(m): m for m in _memories}.values():
-            if m.last_recall_date is None or m.last_recall_date < day:
-                m.strength += 1
-                m.last_recall_date = day
+        _note_recall(_memories, day)
 
     def memories(
         self,

@@ -396,20 +396,21 @@ class SiliconFriend:
             turn.response = ""
         if turn.temporary:  # a temporary chat writes nothing: no turn, no reinforcement, no summary
             return
+        # The memories a reply used are reinforced in the commit that stores the turn.
+        used = fitted.memories if fitted is not None and not turn.failed else []
+        day = now.date().isoformat()
+        grows = {m.memory_id for m in used if (m.last_recall_date or "") < day}
         try:
             try:
-                memory = self.bank.add_turn(session.user, turn.query, turn.response, at=now)
+                memory = self.bank.add_turn(session.user, turn.query, turn.response, at=now, recalled=used)
             except InvalidInputError as e:  # a reply the store refuses: keep the user's words at least
                 if not turn.response:
                     raise
                 logger.warning("storing the reply failed (%s); storing the message alone", e)
                 turn.error, turn.response = f"the reply could not be stored: {e}", ""
+                grows = set()  # no reply, so no memory was used
                 memory = self.bank.add_turn(session.user, turn.query, "", at=now)
-            if fitted is not None and fitted.memories and not turn.failed:
-                day = now.date().isoformat()
-                grows = [m for m in fitted.memories if (m.last_recall_date or "") < day]
-                self.bank.reinforce(session.user, [m.memory_id for m in fitted.memories], now=now)
-                turn.reinforced = len({m.memory_id for m in grows})
+            turn.reinforced = len(grows)
             turn.memory_id = memory.memory_id  # last: "stored" is only ever shown after the commit
         except MemoryBankError as e:
             logger.exception("could not store the turn of %r", session.user)

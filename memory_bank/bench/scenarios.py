@@ -193,7 +193,7 @@ def chat_turn(spec: Spec) -> dict[str, Any]:
     ``chat_sizes`` memories of one user: what :class:`silicon_friend.engine.ChatEngine` asks of
     the bank for a reply (the library cannot import the app, so the calls are listed here in
     its order): the user lookup, the global layers for the prompt, the search for the message,
-    storing the turn, and reinforcing the memories the reply used.
+    storing the turn and reinforcing the memories the reply used (one transaction).
 
     ``chat_turn_ms_p50`` includes the two embeddings (the message and the new turn);
     ``chat_turn_core_ms_p50`` gives them from a cache, leaving the memory work itself, which
@@ -237,9 +237,7 @@ def _chat_turn_at(spec: Spec, n: int, enc: Any, pool: np.ndarray) -> dict[str, A
         bank.has_user("user")
         bank.profile("user")
         hits = bank.search("user", msg.query, k=k, now=msg.at)
-        bank.add_turn("user", msg.query, msg.response, at=msg.at)
-        if hits:
-            bank.reinforce("user", [h.memory.memory_id for h in hits], now=msg.at)
+        bank.add_turn("user", msg.query, msg.response, at=msg.at, recalled=[h.memory for h in hits])
 
     full: list[float] = []
     core: list[float] = []

@@ -128,11 +128,24 @@ class Storage(abc.ABC):
 
     # writing memories
     @abc.abstractmethod
-    def add_turn(self, user_id: int, memory: Memory, vector: np.ndarray | None, encoder: str) -> Memory:
+    def add_turn(
+        self,
+        user_id: int,
+        memory: Memory,
+        vector: np.ndarray | None,
+        encoder: str,
+        *,
+        stale: Iterable[MemoryKind] = (),
+        recalled: Sequence[int] = (),
+    ) -> Memory:
         """Append a turn numbered after the day's turns, and never below a deleted turn's number
         (the user's :data:`TURN_FLOOR` and :data:`TURN_BASE`). ``memory.memory_id`` ending in
         ``{turn}`` is a template filled with that number; any other id is an idempotency key
-        (a memory the user already has under it is returned and nothing is written)."""
+        (a memory the user already has under it is returned and nothing is written).
+
+        In the same transaction (one per chat reply, not three): the user's memories of the
+        ``stale`` kinds on the turn's day are marked stale (:meth:`mark_stale`), and the
+        memories of rowids ``recalled`` are reinforced on the turn's day (:meth:`reinforce`)."""
 
     @abc.abstractmethod
     def add_memories(

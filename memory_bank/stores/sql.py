@@ -450,7 +450,18 @@ class SQLStorage(Storage):
             c.execute("DELETE FROM lexical_snapshots WHERE user_id = ?", (user_id,))
 
     # -- writing memories ----------------------------------------------------------------------
-    def add_turn(self, user_id: int, memory: Memory, vector: np.ndarray | None, encoder: str) -> Memory:
+    def add_turn(
+        self,
+        user_id: int,
+        memory: Memory,
+        vector: np.ndarray | None,
+        encoder: str,
+        *,
+        stale: Iterable[MemoryKind] = (),
+        recalled: Sequence[int] = (),
+    ) -> Memory:
+        stale = list(stale)
+
         def run(c: Cursor) -> Memory:
             self._lock_user(c, user_id)
             templated = memory.memory_id.endswith(_TURN_SLOT)
@@ -477,6 +488,9 @@ class SQLStorage(Storage):
             memory_id = memory.memory_id[: -len(_TURN_SLOT)] + str(turn) if templated else memory.memory_id
             new = dataclasses.replace(memory, turn=turn, memory_id=memory_id)
             new.rowid = self._insert_turn(c, user_id, new, vector, encoder)
+            if stale:
+                self._mark_stale(c, user_id, stale, [memory.date])
+            self._reinforce(c, user_id, recalled, memory.date)
             return new
 
         return self._write(run)
@@ -597,16 +611,19 @@ class SQLStorage(Storage):
         counted (another server, a replay, a memory listed twice) or on an earlier day than the
         last recall changes nothing, so the forgetting clock never turns back. Each row changes
         in place, in id order, so concurrent recalls cannot deadlock."""
-        if not len(rowids):
-            return
+        if len(rowids):
+            self._write(lambda c: self._reinforce(c, user_id, rowids, date))
+
+    @staticmethod
+    def _reinforce(c: Cursor, user_id: int, rowids: Sequence[int], date: str) -> None:
+        """:meth:`reinforce` inside the transaction of ``c``."""
         ids = sorted({int(r) for r in rowids})
-        self._write(
-            lambda c: c.executemany(
+        if ids:
+            c.executemany(
                 "UPDATE memories SET strength = strength + 1, last_recall_date = ? "
                 "WHERE id = ? AND user_id = ? AND (last_recall_date IS NULL OR last_recall_date < ?)",
                 [(date, r, user_id, date) for r in ids],
             )
-        )
 
     def set_archived(
         self, user_id: int, rowids: Sequence[int], archived: bool, *, hidden: bool = False
@@ -692,17 +709,23 @@ class SQLStorage(Storage):
         return int(c.execute(f"DELETE FROM memories WHERE {where}", args).rowcount)
 
     def mark_stale(self, user_id: int, kinds: Iterable[MemoryKind], dates: Iterable[str] | None) -> int:
+        kinds, dates = list(kinds), None if dates is None else list(dates)
+        if dates is not None and not dates:
+            return 0
+        return self._write(lambda c: self._mark_stale(c, user_id, kinds, dates))
+
+    def _mark_stale(
+        self, c: Cursor, user_id: int, kinds: Sequence[MemoryKind], dates: Sequence[str] | None
+    ) -> int:
+        """:meth:`mark_stale` inside the transaction of ``c`` (``dates`` not empty)."""
         cond, args = self._in_list("kind", [k.value for k in kinds])
         sql = f"UPDATE memories SET stale = ? WHERE user_id = ? AND {cond}"
         args = [True, user_id, *args]
         if dates is not None:
-            ds = list(dates)
-            if not ds:
-                return 0
-            day_cond, day_args = self._in_list("date", ds)
+            day_cond, day_args = self._in_list("date", dates)
             sql += f" AND {day_cond}"
             args += day_args
-        return self._write(lambda c: int(c.execute(sql, args).rowcount))
+        return int(c.execute(sql, args).rowcount)
 
     # -- reading memories ----------------------------------------------------------------------
     def _by_rowids(self, rowids: Sequence[int], prefix: str = "") -> tuple[str, list[Any]]:

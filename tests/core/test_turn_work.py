@@ -73,3 +73,42 @@ def test_storing_a_turn_costs_the_same_at_any_history_length(make_bank, tmp_path
     a = _steps(small, lambda: small.add_turn("Ann", "I went hiking again.", "Nice!", at="2021-01-01T10:00"))
     b = _steps(large, lambda: large.add_turn("Ann", "I went hiking again.", "Nice!", at="2021-01-01T10:00"))
     assert b <= 2 * a + 5, (a, b)
+
+
+def _write_transactions(bank: Any, fn: Callable[[], object]) -> int:
+    """Write transactions (``BEGIN IMMEDIATE``) that ``fn`` opens on this thread's connection."""
+    conn: sqlite3.Connection = bank.storage._conn()
+    begun: list[str] = []
+    conn.set_trace_callback(lambda sql: begun.append(sql) if sql.startswith("BEGIN IMMEDIATE") else None)
+    try:
+        fn()
+    finally:
+        conn.set_trace_callback(None)
+    return len(begun)
+
+
+def test_a_reply_stores_its_turn_reinforces_and_marks_summaries_stale_in_one_transaction(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank(tmp_path / "one")
+    _fill(bank, 200)
+    bank.add_turn("Ann", "Morning walk.", "Lovely.", at="2021-01-01T08:00")
+    bank.set_layer("Ann", MemoryKind.DAILY_SUMMARY, "A walk.", date="2021-01-01")
+    used = bank.storage.memories(bank.user("Ann").id, rowids=[3, 7, 9])  # what a search returned
+    assert len(used) == 3 and all(m.strength == 1 for m in used)
+    gone = used[2]
+    bank.delete_memory("Ann", gone.memory_id)  # deleted while the reply was written: not reinforced
+
+    def reply() -> None:
+        bank.add_turn("Ann", "I went hiking again.", "Nice!", at="2021-01-01T10:00", recalled=used)
+
+    assert _write_transactions(bank, reply) == 1
+    stored = {m.memory_id: m for m in bank.storage.memories(bank.user("Ann").id)}
+    assert [stored[m.memory_id].strength for m in used[:2]] == [2, 2]  # reinforced on the turn's day
+    assert [stored[m.memory_id].last_recall_date for m in used[:2]] == ["2021-01-01"] * 2
+    assert used[0].strength == 2 and used[0].last_recall_date == "2021-01-01"  # the caller's copies too
+    assert gone.memory_id not in stored
+    summary = bank.layer("Ann", MemoryKind.DAILY_SUMMARY, "2021-01-01")
+    assert summary is not None and summary.stale  # the day has a turn its summary does not cover
+    # Recalled again the same day: at most once a day, as reinforce() does.
+    bank.add_turn("Ann", "And again.", "Great!", at="2021-01-01T11:00", recalled=used[:2])
+    again = bank.storage.memories(bank.user("Ann").id, rowids=[3, 7])
+    assert [m.strength for m in again] == [2, 2]
