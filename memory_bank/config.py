@@ -233,6 +233,14 @@ class RetrievalConfig(_Strict):
         description="share of the latest user turn in the query vector of a dialogue query "
         "(memory_bank.retrieval.dialogue); 0 embeds the query as one string",
     )
+    chat_context_turns: int = Field(
+        0,
+        ge=0,
+        le=100,
+        description="recent turns of the conversation that a chat's memory search (SiliconFriend, "
+        "MemoryBankMemory) writes before the user's message as a dialogue query "
+        "(memory_bank.retrieval.dialogue.chat_query); 0 searches with the message alone",
+    )
     candidates: int = Field(
         64, ge=1, description="candidates taken from each of the dense and lexical rankings"
     )

@@ -5,7 +5,9 @@
 Ranks with :func:`memory_bank.retrieval.rank` on partitions built exactly as the bank builds
 them (the vectors of ``index_text``), so the figures equal ``memorybank eval ...`` with the same
 retrieval settings, and prints one line per set: the paper's probing questions (EN/ZH, our
-labels) asked once and asked a second time (after one round of useless answers), ``eval_data/``
+labels) asked once and asked a second time (after one round of useless answers; each user asks
+their questions in order in one chat session, so ``--set chat_context_turns=N`` measures the
+chat's dialogue query), ``eval_data/``
 (EN/ZH, both ways), LoCoMo dev turn recall@10 (and its weakest category against BM25) and
 MADial-Bench recall@10 (EN/ZH). ``--set`` overrides :class:`memory_bank.config.RetrievalConfig`
 keys; ``--json FILE`` writes the figures. A weight is meant to be chosen on all lines together.
@@ -30,6 +32,12 @@ from memory_bank.evaluation.encoders import CachingEncoder  # noqa: E402
 from memory_bank.evaluation.metrics import hit_at_k, mean, recall_at_k  # noqa: E402
 
 _ENCODERS: dict[str, CachingEncoder] = {}
+#: ``--own-text-weight``: the share of the dense weight given to own-text vectors (variants.OwnTextDense).
+OWN_TEXT_WEIGHT = 0.0
+#: ``--feedback top,beta,terms``: pseudo-relevance feedback (variants.Feedback), measured, not in the bank.
+FEEDBACK: Any = None
+#: ``--turn-max SHARE,TEMPERATURE``: multi-vector dialogue query scoring (variants.TurnMaxDense).
+TURN_MAX = (0.0, 0.0)
 
 
 def encoder(language: str, cache: str | None, name: str | None = None) -> CachingEncoder:
@@ -53,6 +61,17 @@ def labelled_sets(shared: Path) -> list[tuple[str, str, Path, Path, Path]]:
     ]  # fmt: skip
 
 
+def session_queries(questions: list[str], lang: str, turns: int) -> list[str]:
+    """The search queries of ``questions`` asked in order in one chat session, as SiliconFriend
+    makes them (``chat_query``): each earlier question of the session got a useless answer."""
+    from memory_bank.evaluation.second_ask import USELESS_ANSWERS
+    from memory_bank.retrieval.dialogue import chat_query
+
+    answers = USELESS_ANSWERS["zh" if lang == "zh" else "en"]
+    history = [(q, answers[i % len(answers)]) for i, q in enumerate(questions)]
+    return [chat_query(q, history[:i], turns) for i, q in enumerate(questions)]
+
+
 def labelled(name: str, lang: str, memory: Path, qfile: Path, lfile: Path, cfg: RetrievalConfig,
              cache: str | None, enc_name: str | None) -> dict[str, dict[str, float]]:  # fmt: skip
     from memory_bank.evaluation import paper
@@ -72,8 +91,9 @@ def labelled(name: str, lang: str, memory: Path, qfile: Path, lfile: Path, cfg: 
             mems, _ = user_memories(user, d[keys[user]])
             mems = [m for m in mems if m.kind in RETRIEVABLE_KINDS and m.text.strip()]
             qs = [q for q in questions if q.user == user and q.evidence]
-            ranked = rank_memories(mems, [q.question for q in qs], encoder(lang, cache, enc_name), 5,
-                                   cfg=cfg, now=dt.date.fromisoformat(now))  # fmt: skip
+            ranked = rank_memories(mems, session_queries([q.question for q in qs], lang, cfg.chat_context_turns),
+                                   encoder(lang, cache, enc_name), 5, cfg=cfg, now=dt.date.fromisoformat(now),
+                                   own_text_weight=OWN_TEXT_WEIGHT, feedback=FEEDBACK, turn_max=TURN_MAX)  # fmt: skip
             for q, idx in zip(qs, ranked, strict=True):
                 got = [(mems[i].date, mems[i].turn) for i in idx]
                 for k in hits:
@@ -90,7 +110,7 @@ def ranked_haystacks(hays: list[Any], lang: str, cfg: RetrievalConfig, cache: st
     for h in hays:
         ids = [m.extra["id"] for m in h.memories]
         ranked = rank_memories(h.memories, [p.question for p in h.probes], encoder(lang, cache, enc_name), k,
-                               cfg=cfg, now=dt.date.fromisoformat(h.now))  # fmt: skip
+                               cfg=cfg, now=dt.date.fromisoformat(h.now), own_text_weight=OWN_TEXT_WEIGHT, feedback=FEEDBACK, turn_max=TURN_MAX)  # fmt: skip
         out[h.user] = {p.qid: [ids[i] for i in r] for p, r in zip(h.probes, ranked, strict=True)}
     return out
 
@@ -135,7 +155,21 @@ def main() -> int:
     ap.add_argument("--encoder-en")
     ap.add_argument("--encoder-zh")
     ap.add_argument("--json")
+    ap.add_argument("--feedback", help="pseudo-relevance feedback TOP,BETA,TERMS, e.g. 3,0.3,5 (measured, not in the bank)")
+    ap.add_argument("--turn-max", help="SHARE,TEMPERATURE of the dense weight on the best query turn (0: max)")
+    ap.add_argument("--own-text-weight", type=float, default=0.0,
+                    help="share of the dense weight on each turn's own-text vector (measured, not in the bank)")
     args = ap.parse_args()
+    global OWN_TEXT_WEIGHT, FEEDBACK, TURN_MAX
+    if args.turn_max:
+        share, temperature = args.turn_max.split(",")
+        TURN_MAX = (float(share), float(temperature))
+    OWN_TEXT_WEIGHT = args.own_text_weight
+    if args.feedback:
+        from memory_bank.evaluation.variants import Feedback
+
+        top, beta, terms = args.feedback.split(",")
+        FEEDBACK = Feedback(int(top), float(beta), int(terms))
     cfg = RetrievalConfig(**{k: parse_value(v) for k, v in (s.split("=", 1) for s in args.set)})
     shared = Path(args.shared)
     only = {s for s in args.only.split(",") if s}

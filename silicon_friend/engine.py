@@ -36,6 +36,7 @@ from memory_bank.bank import MAX_TEXT, MemoryBank
 from memory_bank.config import DEFAULT_HISTORY_WINDOW, DEFAULT_TOP_K
 from memory_bank.errors import InvalidInputError, MemoryBankError
 from memory_bank.records import SearchResult
+from memory_bank.retrieval.dialogue import chat_query
 from memory_bank.text import validate_user
 from silicon_friend.budget import FittedPrompt, PromptPlan, fit_prompt
 from silicon_friend.errors import (
@@ -257,11 +258,18 @@ class SiliconFriend:
 
     # -- prompting ----------------------------------------------------------------------------
     def _related(
-        self, session: Session, message: str, settings: ChatSettings, skip: set[str]
+        self, session: Session, message: str, settings: ChatSettings, window: list[Turn]
     ) -> list[SearchResult]:
+        """The memories for ``message``, none of them a turn the prompt's ``window`` already shows.
+
+        The search query is the message, or with the retrieval config's ``chat_context_turns``
+        the recent turns and the message as a dialogue (``chat_query``)."""
         if session.temporary or settings.top_k == 0 or not self.bank.has_user(session.user):
             return []
-        hits = self.bank.search(session.user, message, k=settings.top_k + len(skip))
+        skip = {t.memory_id for t in window if t.memory_id}
+        turns = self.bank.config.retrieval.chat_context_turns
+        query = chat_query(message, [(t.query, t.response) for t in window], turns)
+        hits = self.bank.search(session.user, query, k=settings.top_k + len(skip))
         return [h for h in hits if h.memory.memory_id not in skip][: settings.top_k]
 
     def prepare(self, session: Session, message: str, settings: ChatSettings | None = None) -> FittedPrompt:
@@ -273,8 +281,7 @@ class SiliconFriend:
     ) -> tuple[FittedPrompt, dict[str, float]]:
         """The prompt and the retrieval score of each memory considered for it."""
         window = session.recent(settings.history_turns)
-        skip = {t.memory_id for t in window if t.memory_id}
-        hits = self._related(session, message, settings, skip)
+        hits = self._related(session, message, settings, window)
         profile = (
             {"global_portrait": "", "global_summary": ""}
             if session.temporary

@@ -31,9 +31,10 @@ from memory_bank.config import RetrievalConfig
 from memory_bank.embeddings import Encoder
 from memory_bank.index import Partition
 from memory_bank.records import Memory, index_text
-from memory_bank.retrieval import Context, Pipeline, Query
+from memory_bank.retrieval import Context, Dense, Pipeline, Query
 from memory_bank.retrieval.dialogue import query_vector
 from memory_bank.stores import VectorBatch
+from memory_bank.text import tokenize
 
 #: Retrieval weights that suit LoCoMo best (config keys of :class:`RetrievalConfig`); on the
 #: paper's English questions they cost hit@2 (see README.md, Evaluation).
@@ -63,6 +64,20 @@ class ComposedDense:
         norms[norms == 0] = 1.0
         in_context = (combined @ q) / norms
         return self.own_weight * own + (1 - self.own_weight) * in_context
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class OwnTextDense:
+    """Cosine of the query with each memory's *own-text* vector (``vectors``, one row per
+    position of the partition), next to the bank's ``dense`` term on the in-context vectors:
+    a second vector per turn, measured before any store keeps one."""
+
+    weight: float
+    vectors: np.ndarray
+    name: str = "own_dense"
+
+    def score(self, ctx: Context, positions: np.ndarray) -> np.ndarray:
+        return self.vectors[positions] @ ctx.query.vector
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,6 +136,68 @@ def build_partition(memories: Sequence[Memory], encoder: Encoder, *, own_text: b
     return part
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class TurnMaxDense:
+    """Multi-vector query scoring: for a dialogue query, the best cosine of a memory with any
+    one of the query's turns (``turn_vectors``, one row per turn), or with ``temperature`` > 0
+    their soft maximum, instead of one mean vector."""
+
+    weight: float
+    turn_vectors: np.ndarray
+    temperature: float = 0.0
+    name: str = "turn_max_dense"
+
+    def score(self, ctx: Context, positions: np.ndarray) -> np.ndarray:
+        sims = ctx.part.vectors_at(positions) @ self.turn_vectors.T
+        if self.temperature <= 0:
+            return sims.max(axis=1).astype(np.float32)
+        z = sims / self.temperature
+        top = z.max(axis=1, keepdims=True)
+        soft = self.temperature * (np.log(np.exp(z - top).sum(axis=1)) + top[:, 0])
+        return (soft - self.temperature * np.log(sims.shape[1])).astype(np.float32)
+
+
+@dataclasses.dataclass(frozen=True)
+class Feedback:
+    """Pseudo-relevance feedback (Rocchio for the vector, RM3-style for the words): rank once,
+    then rank again with the query moved towards its ``top`` best memories: the vector by
+    ``beta`` times their mean vector, the words by the ``terms`` words that weigh most in them
+    (term frequency share times idf) and are not in the query."""
+
+    top: int = 3
+    beta: float = 0.3
+    terms: int = 0
+
+    def expand(
+        self, pipeline: Pipeline, part: Partition, query: Query, doc_tokens: Sequence[list[str]]
+    ) -> Query:
+        first = pipeline.rank(part, query, self.top).positions
+        if not len(first):
+            return query
+        vector = query.vector
+        if self.beta > 0:
+            mixed = vector + self.beta * part.vectors_at(first).mean(axis=0)
+            vector = (mixed / max(1e-9, float(np.linalg.norm(mixed)))).astype(np.float32)
+        out = dataclasses.replace(query, vector=vector)
+        if self.terms > 0:
+            n = len(doc_tokens)
+            df: dict[str, int] = {}
+            for toks in doc_tokens:
+                for t in set(toks):
+                    df[t] = df.get(t, 0) + 1
+            have = set(query.tokens)
+            weight: dict[str, float] = {}
+            for p in first:
+                toks = doc_tokens[int(p)]
+                for t in set(toks):
+                    if t not in have:
+                        share = toks.count(t) / len(toks)
+                        weight[t] = weight.get(t, 0.0) + share * float(np.log(n / df[t]))
+            extra = sorted(weight, key=lambda t: (-weight[t], t))[: self.terms]
+            out.__dict__["tokens"] = [*query.tokens, *extra]  # Query parses lazily: set its tokens
+        return out
+
+
 def rank_memories(
     memories: Sequence[Memory],
     questions: Sequence[str],
@@ -130,10 +207,14 @@ def rank_memories(
     proposal: Proposal | None = None,
     cfg: RetrievalConfig | None = None,
     now: dt.date | None = None,
+    own_text_weight: float = 0.0,
+    feedback: Feedback | None = None,
+    turn_max: tuple[float, float] = (0.0, 0.0),
 ) -> list[list[int]]:
     """Indexes into ``memories`` of the top-``k`` for each question, ranked by ``proposal``
     (``None``: the bank's pipeline on the bank's vectors) with ``cfg`` (default: the
-    proposal's weights, or the bank's defaults)."""
+    proposal's weights, or the bank's defaults). ``own_text_weight`` > 0 (with no proposal)
+    moves that share of the dense weight to :class:`OwnTextDense` on own-text vectors."""
     if proposal is None:
         cfg = cfg or RetrievalConfig()
         pipeline = Pipeline.from_config(cfg)
@@ -141,10 +222,28 @@ def rank_memories(
         cfg = cfg or proposal.config()
         pipeline = proposal.pipeline(cfg)
     part = build_partition(memories, encoder, own_text=proposal is not None and proposal.own_text)
+    if own_text_weight > 0 and proposal is None and memories:
+        own = encoder.encode([m.text for m in memories])
+        w = cfg.dense_weight
+        pipeline = pipeline.with_term(Dense(w * (1 - own_text_weight))).with_term(
+            OwnTextDense(w * own_text_weight, own)
+        )
     qvecs = [query_vector(q, encoder.encode, cfg.latest_turn_weight) for q in questions]
+    doc_tokens = [tokenize(index_text(m.text, m.context)) or [""] for m in memories] if feedback else []
     out = []
     for question, qv in zip(questions, qvecs, strict=True):
-        ranked = pipeline.rank(part, Query.parse(part, question, qv, now=now), k)
+        query = Query.parse(part, question, qv, now=now)
+        if feedback is not None:
+            query = feedback.expand(pipeline, part, query, doc_tokens)
+        ranking = pipeline
+        dialogue = query.dialogue if turn_max[0] > 0 else None
+        if dialogue is not None:
+            share, temperature = turn_max
+            turns = encoder.encode([t for _, t, _ in dialogue.turns])
+            ranking = pipeline.with_term(Dense(cfg.dense_weight * (1 - share))).with_term(
+                TurnMaxDense(cfg.dense_weight * share, turns, temperature)
+            )
+        ranked = ranking.rank(part, query, k)
         out.append([int(p) for p in ranked.positions])
     return out
 

@@ -18,6 +18,7 @@ from memory_bank.bank import MemoryBank
 from memory_bank.errors import InvalidInputError
 from memory_bank.langchain.documents import require_user
 from memory_bank.langchain.prompts import format_memories
+from memory_bank.retrieval.dialogue import chat_query
 from memory_bank.summaries.scheduler import RolloverScheduler
 
 logger = logging.getLogger(__name__)
@@ -153,9 +154,12 @@ class MemoryBankMemory(BaseMemory):
             return messages
         return "\n".join(f"{self.human_prefix}: {t.query}\n{self.ai_prefix}: {t.response}" for t in turns)
 
-    def _memories(self, query: str, shown: set[str]) -> str:
-        if not query.strip() or not self.bank.has_user(self.user):
+    def _memories(self, message: str, turns: list[_SessionTurn]) -> str:
+        if not message.strip() or not self.bank.has_user(self.user):
             return ""
+        shown = {t.memory_id for t in turns}
+        context = self.bank.config.retrieval.chat_context_turns
+        query = chat_query(message, [(t.query, t.response) for t in turns], context)
         k = self.k or self.bank.config.retrieval.top_k
         if not shown:
             results = self.bank.search(self.user, query, k=k, reinforce=self.reinforce)
@@ -174,7 +178,7 @@ class MemoryBankMemory(BaseMemory):
     def load_memory_variables(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """The history window, related memories, portrait and event summary for ``inputs``."""
         turns = self._window_turns()
-        memories = self._memories(self._input_text(inputs), {t.memory_id for t in turns})
+        memories = self._memories(self._input_text(inputs), turns)
         profile = self.bank.profile(self.user)
         return {
             self.history_key: self._history(turns),

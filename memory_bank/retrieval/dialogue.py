@@ -18,6 +18,13 @@ dialogue (a question, one message) is embedded exactly as before, so its ranking
 'Yes.'
 >>> parse_dialogue("What did I eat on May 4th?") is None
 True
+
+A chat searches with the user's latest message; :func:`chat_query` can write the recent turns
+of the conversation in front of it as such a dialogue (``chat_context_turns`` in
+:class:`~memory_bank.config.RetrievalConfig`, 0 by default: measured in README, Evaluation).
+
+>>> chat_query("And her name?", [("I adopted a cat", "How lovely!")], 1)
+'User: I adopted a cat\nAssistant: How lovely!\nUser: And her name?'
 """
 
 from __future__ import annotations
@@ -93,6 +100,33 @@ def parse_dialogue(text: str) -> Dialogue | None:
         return None
     kept = tuple((str(s), str(t), bool(u)) for s, t, u in turns if str(t))
     return Dialogue(kept) if kept else None
+
+
+#: The speaker tags :func:`chat_query` writes (the assistant's is in :data:`ASSISTANT_NAMES`).
+USER_TAG, ASSISTANT_TAG = "User", "Assistant"
+
+
+def chat_query(message: str, history: Sequence[tuple[str, str]], turns: int) -> str:
+    """The search query for ``message`` in a chat: ``message`` itself, or with ``turns`` > 0 the
+    last ``turns`` (query, response) pairs of ``history`` (oldest first) and ``message`` as a
+    speaker-tagged dialogue, which :func:`query_vector` embeds as context mixed with the message.
+
+    Line breaks inside a turn are folded to spaces, so no line of a turn reads as a speaker tag.
+    """
+    recent = list(history)[-turns:] if turns > 0 else []
+    if not recent or not message.strip():
+        return message
+
+    def one_line(text: str) -> str:
+        return " ".join(text.split())
+
+    lines = []
+    for query, response in recent:
+        if query.strip():
+            lines.append(f"{USER_TAG}: {one_line(query)}")
+        if response.strip():
+            lines.append(f"{ASSISTANT_TAG}: {one_line(response)}")
+    return "\n".join([*lines, f"{USER_TAG}: {one_line(message)}"]) if lines else message
 
 
 def query_vector(text: str, embed: Callable[[Sequence[str]], np.ndarray], latest_weight: float) -> np.ndarray:

@@ -10,7 +10,7 @@ import pytest
 from memory_bank.config import RetrievalConfig
 from memory_bank.index import Partition
 from memory_bank.retrieval import Context, Dense, Lexical, NamedDay, Pipeline, Query
-from memory_bank.retrieval.dialogue import parse_dialogue, query_vector
+from memory_bank.retrieval.dialogue import chat_query, parse_dialogue, query_vector
 from memory_bank.retrieval.pipeline import ReciprocalRank, weighted_sum
 from memory_bank.stores import VectorBatch
 
@@ -55,6 +55,21 @@ def test_plain_chat_transcripts_in_both_languages_are_dialogues() -> None:
 )
 def test_a_question_or_one_message_is_not_a_dialogue(text: str) -> None:
     assert parse_dialogue(text) is None
+
+
+def test_a_chat_query_is_the_message_or_a_dialogue_ending_with_it() -> None:
+    history = [("I adopted a cat.\nShe is grey.", "Lovely!"), ("我们去了鼓浪屿", "真好！"), ("Miso: her name", "")]
+    assert chat_query("What is her name?", history, 0) == "What is her name?"
+    assert chat_query("What is her name?", [], 3) == "What is her name?"
+    query = chat_query("What is her name?", history, 2)
+    d = parse_dialogue(query)
+    assert d is not None and d.latest == "What is her name?"
+    # the last two turns, oldest first; a turn's line breaks and "Name:" starts stay in the turn
+    assert [t for _, t, _ in d.turns] == ["我们去了鼓浪屿", "真好！", "Miso: her name", "What is her name?"]
+    assert "grey" not in query
+    assert [u for _, _, u in d.turns] == [True, False, True, True]
+    full = parse_dialogue(chat_query("她叫什么？", history, 7))
+    assert full is not None and full.turns[0][1] == "I adopted a cat. She is grey." and full.latest == "她叫什么？"
 
 
 class _Recorder:

@@ -43,6 +43,18 @@ def test_a_saved_turn_is_retrievable_in_the_next_call(bank: MemoryBank, clock: F
     assert as_retriever(bank, "Emily", k=1).invoke("cat")[0].id == stored.memory_id
 
 
+def test_with_chat_context_the_search_reads_the_windows_dialogue(bank: MemoryBank) -> None:
+    bank.add_turn("Emily", "I adopted a cat named Miso.", "What a lovely name!", at="2023-04-28T10:00")
+    bank.config.retrieval.chat_context_turns = 1
+    memory = as_memory(bank, "Emily", k=1)
+    _say(memory, "Tell me about my cat Miso", "Sure.")
+    queries: list[str] = []
+    search = bank.search
+    bank.search = lambda user, q, **kw: queries.append(q) or search(user, q, **kw)  # type: ignore[method-assign]
+    memory.load_memory_variables({"input": "What was her name again?"})
+    assert queries == ["User: Tell me about my cat Miso\nAssistant: Sure.\nUser: What was her name again?"]
+
+
 def test_history_is_a_window_of_this_session(bank: MemoryBank) -> None:
     memory = as_memory(bank, "Emily", window=2)
     for i in range(3):

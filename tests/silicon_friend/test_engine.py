@@ -69,6 +69,24 @@ def test_turns_already_in_the_dialog_are_not_retrieved_again(
     assert "Memories related" not in system_of(echo)  # the only related turn is in the dialog
 
 
+@pytest.mark.parametrize("context_turns", [0, 1])
+def test_the_memory_search_reads_the_message_or_the_recent_dialogue(
+    engine: SiliconFriend, monkeypatch: pytest.MonkeyPatch, context_turns: int
+) -> None:
+    engine.bank.add_turn("Emily", "I adopted a cat named Miso.", "Lovely!", at="2023-04-28T10:00")
+    engine.bank.config.retrieval.chat_context_turns = context_turns
+    queries: list[str] = []
+    search = engine.bank.search
+    monkeypatch.setattr(engine.bank, "search", lambda user, q, **kw: queries.append(q) or search(user, q, **kw))
+    session = engine.start("Emily")
+    engine.reply(session, "My cat is sick.")
+    engine.reply(session, "What should I do?")
+    expected = "What should I do?"
+    if context_turns:
+        expected = "User: My cat is sick.\nAssistant: Echo: My cat is sick.\nUser: What should I do?"
+    assert queries == ["My cat is sick.", expected]
+
+
 def test_top_k_zero_is_a_no_memory_baseline(engine: SiliconFriend, echo: EchoChatModel) -> None:
     engine.bank.add_turn("Emily", "I adopted a cat named Miso.", "Lovely!", at="2023-04-28T10:00")
     engine.reply(engine.start("Emily"), "my cat Miso", ChatSettings(top_k=0))
