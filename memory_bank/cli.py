@@ -208,7 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--config", help="YAML config file; flags override it")
     common.add_argument("--language", choices=LANGUAGES, help="language (picks the default encoder)")
     common.add_argument(
-        "--encoder", help="encoder: minilm, use-multilingual, hashing, or a sentence-transformers path"
+        "--encoder",
+        help="encoder: minilm, use-multilingual, multilingual-e5-small, hashing, or a sentence-transformers path",
     )
     common.add_argument("--now", help="today's date for forgetting and relative dates (YYYY-MM-DD)")
     common.add_argument("--json", action="store_true", help="machine-readable output")

