@@ -485,10 +485,13 @@ class Partition:
         has = sizes > 0
         if not has.any():
             return out
-        flat = np.concatenate([self._user_ids[a:b] for a, b in zip(starts[has], ends[has], strict=True)])
-        hit = np.isin(flat, q).astype(np.int64)
-        common = np.add.reduceat(hit, np.r_[0, np.cumsum(sizes[has])[:-1]])
-        out[has] = common / np.maximum(sizes[has], len(q))
+        first, counts = starts[has], sizes[has]
+        offsets = np.cumsum(counts) - counts  # where each memory's ids start in the gathered run
+        flat = self._user_ids[np.repeat(first - offsets, counts) + np.arange(int(counts.sum()))]
+        wanted = np.zeros(max(int(q.max()), int(flat.max())) + 1, dtype=np.int64)
+        wanted[q[q >= 0]] = 1  # unknown query tokens (negative ids) match nothing
+        common = np.add.reduceat(wanted[flat], offsets)
+        out[has] = common / np.maximum(counts, len(q))
         return out
 
     def unanswered(self, positions: np.ndarray) -> np.ndarray:

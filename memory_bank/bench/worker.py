@@ -178,6 +178,8 @@ def _paired(
         "other_add_ms_p50": pct(add_times["other"], 50) * 1000,
         "searches": len(times["mine"]),
         "adds": len(add_times["mine"]),
+        # onnx or torch: on the same runtime as mem0's embedder, the lead is the search alone
+        "memorybank_encoder_backend": getattr(enc.inner, "backend", "numpy"),
     }
     out["search_ratio"] = out["memorybank_search_ms_p50"] / out["other_search_ms_p50"]
     out["add_speedup"] = out["other_add_ms_p50"] / out["memorybank_add_ms_p50"]

@@ -242,3 +242,36 @@ def test_forgetting_keys_hold_the_anchor_day_and_strength(tmp_path) -> None:  # 
         for field in ("rowids", "anchors", "strengths"):
             assert getattr(fast, field).tolist() == getattr(slow, field).tolist(), field
     bank.close()
+
+
+def test_echo_equals_the_set_definition_per_memory() -> None:
+    """The vectorised echo against |U & Q| / max(|U|, |Q|) over each question turn's distinct
+    user tokens, on generated turns and queries (known and unknown words, repeats, no words)."""
+    turns = DialogGenerator(4).many(600)
+    queries = [t.query for t in turns]
+    part = Partition(8)
+    part.add(
+        VectorBatch(
+            np.arange(1, len(turns) + 1),
+            np.ones((len(turns), 8), dtype=np.float32),
+            [t.text for t in turns],
+            ["turn"] * len(turns),
+            [t.at.date().isoformat() for t in turns],
+            list(range(len(turns))),
+            queries,
+            [t.response for t in turns],
+        )
+    )
+    asked = [i for i, q in enumerate(queries) if q.strip().endswith("?")]
+    assert len(asked) > 20
+    rng = np.random.default_rng(0)
+    for text in [queries[i] for i in asked[:15]] + ["zebra quokka?", "", "the the the?"]:
+        q = set(tokenize(text))
+        positions = np.sort(rng.choice(len(turns), 200, replace=False))
+        expected = [
+            len(set(tokenize(queries[p])) & q) / max(len(set(tokenize(queries[p]))), len(q))
+            if p in set(asked) and q and tokenize(queries[p])
+            else 0.0
+            for p in positions
+        ]
+        assert part.echo(positions, tokenize(text)).tolist() == pytest.approx(expected, abs=1e-12)
