@@ -42,6 +42,7 @@ from silicon_friend.budget import FittedPrompt, PromptPlan, fit_prompt
 from silicon_friend.errors import (
     ModelError,
     NoSessionError,
+    PromptTooLongError,
     SessionEndedError,
     SiliconFriendError,
     SummaryFailedError,
@@ -316,7 +317,9 @@ class SiliconFriend:
         """Reply to ``message``, yielding the reply in pieces; the finished :class:`Turn` is
         ``session.turns[-1]`` (stored in the bank, ``error`` set if the model failed).
 
-        Closing the iterator early, or :meth:`stop`, keeps the part generated so far.
+        Closing the iterator early, or :meth:`stop`, keeps the part generated so far. A message
+        too long for the model's context raises :class:`PromptTooLongError` before anything is
+        stored (a front end gives the message back to be shortened: Regenerate could not help).
         """
         if session is None:
             raise NoSessionError("say who you are first: enter your name")
@@ -337,6 +340,7 @@ class SiliconFriend:
             pieces: list[str] = []
             fitted: FittedPrompt | None = None
             meta: dict[str, Any] = {}
+            refused = False
             try:
                 fitted, scores = self._prepare(session, message, settings)
                 turn.used = [
@@ -364,6 +368,9 @@ class SiliconFriend:
                     turn.response = "".join(pieces)
                     yield piece
                 turn.stopped = session.cancel.is_set()
+            except PromptTooLongError:  # refused before anything is stored: the user shortens it
+                refused = True
+                raise
             except GeneratorExit:
                 turn.stopped = True
                 raise
@@ -375,12 +382,13 @@ class SiliconFriend:
                 logger.exception("reply failed")
                 turn.error = f"unexpected error: {type(e).__name__}: {e}"
             finally:
-                if not session.turns or session.turns[-1] is not turn:
-                    session.turns.append(turn)
-                text = "".join(pieces)
-                if meta.get("finish_reason") == "length":  # cut at the token cap: end at a full sentence
-                    text = end_at_sentence(text)
-                self._finish(session, turn, text, now, fitted)
+                if not refused:
+                    if not session.turns or session.turns[-1] is not turn:
+                        session.turns.append(turn)
+                    text = "".join(pieces)
+                    if meta.get("finish_reason") == "length":  # cut at the token cap: end at a full sentence
+                        text = end_at_sentence(text)
+                    self._finish(session, turn, text, now, fitted)
 
     def reply(self, session: Session, message: str, settings: ChatSettings | None = None) -> Turn:
         """Like :meth:`stream`, returning the finished turn."""
@@ -432,7 +440,10 @@ class SiliconFriend:
     def regenerate(
         self, session: Session, settings: ChatSettings | None = None
     ) -> Generator[str, None, None]:
-        """Answer the last message again: the last turn is removed (from the bank too) and re-asked."""
+        """Answer the last message again: the last turn is removed (from the bank too) and re-asked.
+        A message too long for the model raises :class:`PromptTooLongError` first, and stays."""
+        if session.turns:
+            self.prepare(session, session.turns[-1].query, settings)
         last = self.remove_last_turn(session)
         if last is None:
             raise InvalidInputError("there is no message to regenerate a reply for")

@@ -37,6 +37,7 @@ class TerminalTexts:
     portrait: str
     none_yet: str
     unknown: str
+    refused: str
     why: str
     why_none: str
     stored: str
@@ -59,6 +60,7 @@ TERMINAL: dict[str, TerminalTexts] = {
         portrait="Your portrait",
         none_yet="(not summarised yet)",
         unknown="(unknown command {command}: nothing was sent; /help lists the commands)",
+        refused="[not sent: {error}]",
         why="Memories the last reply used:",
         why_none="(the last reply used no memories)",
         stored="(memory updated: that turn was stored; {n} recalled memories strengthened)",
@@ -79,6 +81,7 @@ TERMINAL: dict[str, TerminalTexts] = {
         portrait="你的性格画像",
         none_yet="（尚未总结）",
         unknown="（未知命令 {command}：没有发送任何内容；输入 /help 查看命令）",
+        refused="[没有发送：{error}]",
         why="上一条回复用到的记忆：",
         why_none="（上一条回复没有用到记忆）",
         stored="（记忆已更新：这一轮对话已保存；{n} 条被回忆的记忆得到加强）",
@@ -178,6 +181,9 @@ def run_chat(
                     out.flush()
             except KeyboardInterrupt:  # Ctrl-C stops the reply, not the chat
                 stream.close()
+            except MemoryBankError as e:  # refused before anything was stored (too long, ...)
+                out.write(t.refused.replace("{error}", str(e)) + "\n")
+                continue
             turn = session.turns[-1]
             if turn.error:
                 out.write(t.failed.replace("{error}", turn.error))

@@ -10,7 +10,7 @@ import pytest
 from memory_bank import MemoryKind
 from memory_bank.errors import InvalidInputError
 from silicon_friend.engine import ChatSettings, Session, SiliconFriend
-from silicon_friend.errors import SiliconFriendError
+from silicon_friend.errors import PromptTooLongError, SiliconFriendError
 from silicon_friend.models import call_params
 from tests.silicon_friend.fakes import EchoChatModel
 
@@ -188,12 +188,23 @@ def test_regenerate_and_remove_last_turn(make_engine) -> None:  # type: ignore[n
         engine.regenerate(engine.start("Nobody"))
 
 
-def test_a_message_too_long_for_the_context_is_stored_and_explained(make_engine) -> None:  # type: ignore[no-untyped-def]
+def test_a_message_too_long_for_the_context_is_refused_before_it_is_stored(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """Regenerate could never answer it, so it is refused with the fix ("send a shorter message")
+    and the front end gives it back; nothing half-done is stored or shown."""
     engine = make_engine(context_tokens=300)
     session = engine.start("Emily")
-    turn = engine.reply(session, "word " * 2000)
-    assert turn.failed and "too long" in (turn.error or "")
-    assert engine.bank.history("Emily")[0].response == ""
+    with pytest.raises(PromptTooLongError, match="send a shorter message"):
+        engine.reply(session, "word " * 2000)
+    assert session.turns == [] and not engine.bank.has_user("Emily")
+    engine.reply(session, "hello")  # the chat goes on
+    assert [m.query for m in engine.bank.history("Emily")] == ["hello"]
+    small = make_engine(context_tokens=300)  # a stored turn the model can no longer take: Regenerate keeps it
+    long_turn = small.start("Emily")
+    engine.bank.add_turn("Emily", "word " * 2000, "")
+    small.resume(long_turn, 7)
+    with pytest.raises(PromptTooLongError):
+        list(small.regenerate(long_turn))
+    assert len(engine.bank.history("Emily")) == 2 and long_turn.turns[-1].query.startswith("word")
 
 
 def test_small_context_keeps_prompts_within_budget(make_engine, echo: EchoChatModel) -> None:  # type: ignore[no-untyped-def]

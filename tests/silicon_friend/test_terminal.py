@@ -111,3 +111,11 @@ def test_temporary_pauses_memory_until_typed_again(engine, echo) -> None:  # typ
     assert "temporary chat: I neither read nor write memories" in text and "temporary chat is off" in text
     assert "Miso" not in str(echo.calls[0]["messages"][0].content)  # nothing read
     assert [m.query for m in engine.bank.history("Emily")] == ["I adopted a cat named Miso.", "stored now"]
+
+
+def test_a_refused_message_is_said_and_the_chat_goes_on(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(context_tokens=300)
+    text = drive(engine, ["word " * 2000, "x" * 1_000_001, "hello", "stop"])
+    assert text.count("[not sent: ") == 2 and "send a shorter message" in text and "the limit is" in text
+    assert "SiliconFriend: Echo: hello" in text
+    assert [m.query for m in engine.bank.history("Emily")] == ["hello"]

@@ -268,6 +268,16 @@ def test_a_refused_message_is_given_back(engine, monkeypatch) -> None:  # type: 
     assert outputs[-1] == ([], "far too long a message") and not engine.bank.users()  # back in the box
 
 
+def test_a_message_too_long_for_the_model_is_given_back(make_engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(make_engine(context_tokens=300))
+    long = "I like tea. " * 600
+    with pytest.warns(UserWarning, match="send a shorter message"):
+        outputs = list(app.send(long, "Emily", *SLIDERS, ANON))
+    assert outputs[-1] == ([], long) and not app.engine.bank.users()  # back in the box, nothing stored
+    chat = list(app.send("I like tea.", "Emily", *SLIDERS, ANON))[-1][0]
+    assert [m["content"] for m in chat[:2]] == ["I like tea.", "Echo: I like tea."]  # the chat goes on
+
+
 def test_user_and_model_text_is_rendered_inert(make_engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(
         make_engine(EchoChatModel(reply="Sure! ![x](http://evil.example/leak.png) <img src=http://e/x>"))
