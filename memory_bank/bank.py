@@ -24,7 +24,7 @@ import numpy as np
 import memory_bank.forgetting as forgetting
 from memory_bank import encoder_identity as identity
 from memory_bank import salience
-from memory_bank.cold import ColdTier
+from memory_bank.cold import ColdTier, merge_batches
 from memory_bank.config import MemoryBankConfig, load_config
 from memory_bank.embeddings import Encoder, canonical_name, get_encoder
 from memory_bank.errors import (
@@ -328,9 +328,29 @@ class MemoryBank:
     def _load_vectors(
         self, user_id: int, after_rowid: int, upto_rowid: int | None, texts: bool
     ) -> VectorBatch:
-        return self.storage.vectors(
+        """The vectors of a user's partition: the live memories, and the forgotten ones too when
+        the cold tier is ranked with them on every search (then the one partition holds both
+        tiers, with its persisted lexical index, and forgetting costs no second index)."""
+        live = self.storage.vectors(
             user_id, self.encoder_name, RETRIEVABLE_KINDS, after_rowid, upto_rowid=upto_rowid, texts=texts
         )
+        if not self._both_tiers():
+            return live
+        cold = self.storage.vectors(
+            user_id,
+            self.encoder_name,
+            RETRIEVABLE_KINDS,
+            after_rowid,
+            archived=True,
+            upto_rowid=upto_rowid,
+            texts=texts,
+        )
+        return merge_batches(live, cold)
+
+    def _both_tiers(self) -> bool:
+        """Whether every search ranks live and forgotten memories as one set (the default)."""
+        f = self.config.forgetting
+        return f.cold_tier and f.mode != "off" and f.cold_rank == "joint" and math.isinf(f.cold_below)
 
     def _load_snapshot(self, user_id: int) -> LexicalSnapshot | None:
         data = self.storage.lexical_snapshot(user_id, self.encoder_name, TOKENIZER_VERSION)
@@ -638,9 +658,9 @@ class MemoryBank:
         # The cold tier ranked jointly on every search: the live index is not searched on its
         # own (one ranking of all memories, as with forgetting off; memory_bank.cold).
         cold_tier = f.cold_tier and f.mode != "off"  # with forgetting off nothing fades into it
-        always = cold_tier and f.cold_rank == "joint" and math.isinf(f.cold_below)
-        part = None if always else self._cache.get(rec.id)
-        if part is not None and len(part) == 0 and not cold_tier:
+        always = self._both_tiers()
+        part = self._cache.get(rec.id)
+        if len(part) == 0 and (always or not cold_tier):
             return []
         allowed = None
         if kinds is not None:
@@ -648,8 +668,8 @@ class MemoryBank:
         elif not self.config.retrieval.include_summaries:
             allowed = frozenset({MemoryKind.TURN.value})
         qvec = query_vector(query, self._embed, self.config.retrieval.latest_turn_weight)
-        if part is None:
-            found = self._cold(rec, [], query, qvec, k, today, allowed, joint=True)
+        if always:  # one ranking of the partition holding both tiers
+            found = self._cold(rec, [], query, qvec, k, today, allowed, joint=True, part=part)
         else:
             found = self._live(rec, part, query, qvec, k, today, allowed)
             if cold_tier and (not found or found[0][1] < f.cold_below):
@@ -657,14 +677,6 @@ class MemoryBank:
         retention = self._retention([m for m, _ in found], today)
         results = [SearchResult(m, score, r) for (m, score), r in zip(found, retention, strict=True)]
         if reinforce and results:
-            # The day's pass first, so that it cannot forget again what is recalled now.
-            report = self._daily_forget(rec, today)
-            gone = set(report.forgotten) if report is not None else set()
-            cold = [r.memory for r in results if r.memory.archived or r.memory.memory_id in gone]
-            if cold:  # recalled from the cold tier: it comes back to the live one
-                self.storage.set_archived(rec.id, [m.rowid or 0 for m in cold], False)
-                for m in cold:
-                    m.archived = False
             self.reinforce(
                 rec.name,
                 [r.memory.memory_id for r in results],
@@ -683,18 +695,33 @@ class MemoryBank:
         today: dt.date,
         allowed: frozenset[str] | None,
     ) -> list[tuple[Memory, float]]:
-        """The best live memories with their scores."""
+        """The best live memories with their scores. Under the threshold policy a memory that
+        has faded by ``today`` is left out, whether or not the day's pass has archived it yet
+        (the same memories as after the pass; a stochastic pass draws, so until it runs what it
+        would drop is still found)."""
+        f = self.config.forgetting
+        live = self._live_now(rec, today, part) if f.mode != "off" and f.policy == "threshold" else None
+        faded = max(len(part) - len(live), 0) if live is not None else 0
         with part.lock:
-            ranked = rank(part, query, qvec, k, self.config.retrieval, now=today, allowed_kinds=allowed)
+            ranked = rank(
+                part,
+                query,
+                qvec,
+                k + min(faded, 256),
+                self.config.retrieval,
+                now=today,
+                allowed_kinds=allowed,
+            )
             rowids = part.rowids[ranked.positions].tolist()
-        by_row = {m.rowid: m for m in self.storage.memories(rec.id, rowids=rowids)}
+        keep = set(rowids) if live is None else set(np.asarray(rowids)[np.isin(rowids, live)].tolist())
+        by_row = {m.rowid: m for m in self.storage.memories(rec.id, rowids=sorted(keep))}
         found = []
         for rowid, score in zip(rowids, ranked.scores.tolist(), strict=True):
             m = by_row.get(rowid)
-            if m is None or m.archived:  # deleted or forgotten by another process meanwhile
+            if m is None or m.archived:  # faded today, deleted or forgotten by another process
                 continue
             found.append((m, score))
-        return found
+        return found[:k]
 
     def _cold(
         self,
@@ -707,11 +734,13 @@ class MemoryBank:
         allowed: frozenset[str] | None,
         *,
         joint: bool,
+        part: Partition | None = None,
     ) -> list[tuple[Memory, float]]:
         """The cold tier consulted (see :mod:`memory_bank.cold`). ``joint``: live and forgotten
         memories ranked as one set (``found`` is replaced), forgotten ones ``cold_penalty``
-        lower; otherwise the best forgotten memories, merged with ``found`` by score."""
-        live = self._live_now(rec, today) if joint else None
+        lower (in ``part`` when it holds both tiers); otherwise the best forgotten memories,
+        merged with ``found`` by score."""
+        live = self._live_now(rec, today, part) if joint else None
         hits = self.cold.search(
             rec.id,
             query,
@@ -722,6 +751,7 @@ class MemoryBank:
             allowed_kinds=allowed,
             live_rowids=live,
             penalty=self.config.forgetting.cold_penalty,
+            part=part,
         )
         by_row = {m.rowid: m for m in self.storage.memories(rec.id, rowids=[r for r, _ in hits])}
         cold = [(by_row[r], s) for r, s in hits if r in by_row]
@@ -743,10 +773,12 @@ class MemoryBank:
 
         A memory is reinforced at most once a day, however often it is retrieved: the paper's
         strength counts the days it was recalled on (seven retrievals today give strength 2).
-        A write: the user's forgetting pass of the day runs first (see :meth:`_daily_forget`)."""
+        A recalled memory that was forgotten comes back to the live tier (one the user hid stays
+        hidden). A write: the user's forgetting pass of the day runs first, so that it cannot
+        forget again what is recalled now (see :meth:`_daily_forget`)."""
         rec = self.user(user)
         today = _as_date(now, self.clock)
-        self._daily_forget(rec, today)
+        report = self._daily_forget(rec, today)
         day = today.isoformat()
         if _memories is None:
             wanted = set(memory_ids)
@@ -754,6 +786,12 @@ class MemoryBank:
             missing = wanted - {m.memory_id for m in _memories}
             if missing:
                 raise MemoryNotFoundError(f"user {rec.name!r} has no memory with id {sorted(missing)[0]!r}")
+        gone = set(report.forgotten) if report is not None else set()
+        cold = [m for m in _memories if (m.archived or m.memory_id in gone) and not m.hidden]
+        if cold:  # recalled from the cold tier (or forgotten by the clock at ``now``)
+            self.storage.set_archived(rec.id, [m.rowid or 0 for m in cold], False)
+            for m in cold:
+                m.archived = False
         self.storage.reinforce(rec.id, [m.rowid or 0 for m in _memories], day)
         _note_recall(_memories, day)
 
@@ -840,21 +878,43 @@ class MemoryBank:
         with self._forget_lock:
             return self._forget_user(rec, today, f.mode, f.seed)
 
-    def _live_now(self, rec: UserRecord, today: dt.date) -> np.ndarray:
+    def _live_now(self, rec: UserRecord, today: dt.date, part: Partition | None = None) -> np.ndarray:
         """The rowids (ascending) of the user's memories that are live at ``today``: stored as
         live and, under the threshold policy, with retention still at or above the threshold.
         Retention is a function of the clock, so this is the set a pass at ``today`` leaves
         live, without persisting anything (a stochastic pass draws: until it runs, what it
-        would drop is still live). Read once per store change and day."""
+        would drop is still live). Read once per day and store change; with ``part`` (the
+        partition being ranked), memories added since are examined alone."""
         f = self.config.forgetting
+        threshold = f.policy == "threshold"
 
-        def compute() -> np.ndarray:
+        def compute() -> tuple[np.ndarray, int]:
             cols, kinds = self._forget_columns(rec)
-            if f.mode == "off" or f.policy != "threshold" or not len(cols.rowids):
-                return np.sort(cols.rowids)
-            return np.sort(cols.rowids[~self._drop_mask(rec, cols, kinds, today, f.mode, None)])
+            top = int(cols.rowids.max()) if len(cols.rowids) else 0
+            if part is not None and len(part.rowids):
+                top = max(top, int(part.rowids[-1]))
+            if not threshold or not len(cols.rowids):
+                return np.sort(cols.rowids), top
+            return np.sort(cols.rowids[~self._drop_mask(rec, cols, kinds, today, f.mode, None)]), top
 
-        return self.cold.live_rowids(rec.id, today.isoformat(), compute)
+        def added(after: int) -> tuple[np.ndarray, int]:
+            assert part is not None
+            new = part.rowids[np.searchsorted(part.rowids, after, side="right") :]
+            if not len(new):
+                return new, after
+            mems = [m for m in self.storage.memories(rec.id, rowids=new.tolist()) if not m.archived]
+            keep = [
+                m.rowid or 0
+                for m, r in zip(mems, self._retention(mems, today), strict=True)
+                if not threshold or r >= f.threshold
+            ]
+            return np.asarray(sorted(keep), dtype=np.int64), int(new[-1])
+
+        if part is not None:
+            return self.cold.live_rowids(
+                rec.id, (part.version, part.epoch), today.isoformat(), compute, added
+            )
+        return self.cold.live_rowids(rec.id, self.storage.user_state(rec.id), today.isoformat(), compute)
 
     def _drop_mask(
         self,
@@ -1023,6 +1083,8 @@ class MemoryBank:
         if missing:
             raise MemoryNotFoundError(f"user {rec.name!r} has no memory with id {sorted(missing)[0]!r}")
         self.storage.set_archived(rec.id, [m.rowid or 0 for m in mems], False)
+        for m in mems:
+            m.archived = m.hidden = False
         self.reinforce(rec.name, list(wanted), now=now, _memories=mems)
 
     def archive(self, user: str, memory_ids: Sequence[str], *, hidden: bool = True) -> None:

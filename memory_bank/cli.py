@@ -212,6 +212,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="encoder: minilm, use-multilingual, multilingual-e5-small, hashing, or a sentence-transformers path",
     )
     common.add_argument("--now", help="today's date for forgetting and relative dates (YYYY-MM-DD)")
+    common.add_argument(
+        "--forgetting",
+        choices=MODES,
+        help="forgetting curve (default: the config's, the selective setting on the paper's curve); off turns it off",
+    )
     common.add_argument("--json", action="store_true", help="machine-readable output")
     common.add_argument("-v", "--verbose", action="store_true")
 

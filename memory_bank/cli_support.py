@@ -77,9 +77,11 @@ def extensions() -> list[AddParsers]:
 def open_bank(args: argparse.Namespace, *, create: bool = False) -> MemoryBank:
     """The bank the common options name: ``--store`` (a directory or URL), ``--config`` (YAML;
     flags override it), ``--language``, ``--encoder`` and the forgetting flags ``--mode``,
-    ``--policy`` and ``--tau`` where a command has them. ``create`` makes a missing store."""
+    ``--policy`` and ``--tau`` where a command has them (``--forgetting off`` turns it off).
+    ``create`` makes a missing store."""
     from memory_bank.bank import MemoryBank
     from memory_bank.config import load_config
+    from memory_bank.forgetting import MODES
     from memory_bank.stores import open_storage
 
     overrides: dict[str, Any] = {
@@ -88,6 +90,8 @@ def open_bank(args: argparse.Namespace, *, create: bool = False) -> MemoryBank:
         "encoder": getattr(args, "encoder", None),
     }
     forget: dict[str, Any] = {}
+    if getattr(args, "forgetting", None) in MODES:
+        forget["mode"] = args.forgetting
     if getattr(args, "mode", None) and getattr(args, "command", None) != "memories":
         forget["mode"] = args.mode
     if getattr(args, "policy", None):

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from memory_bank.config import RetrievalConfig
-from memory_bank.index import PartitionCache
+from memory_bank.index import Partition, PartitionCache
 from memory_bank.records import RETRIEVABLE_KINDS
 from memory_bank.retrieval import ColdPenalty, Pipeline, Query
 from memory_bank.stores import Storage, VectorBatch
@@ -54,15 +54,16 @@ def merge_batches(a: VectorBatch, b: VectorBatch) -> VectorBatch:
         return [both[i] for i in order]
 
     n, m = len(a.rowids), len(b.rowids)
+    texts = pick(a.texts, b.texts, n, m) if a.texts or b.texts else []  # [] when read without texts
     return VectorBatch(
         rowids[order],
         np.concatenate([a.vectors, b.vectors])[order],
-        pick(a.texts, b.texts, n, m),
+        texts,
         pick(a.kinds, b.kinds, n, m),
         pick(a.dates, b.dates, n, m),
         pick(a.turns, b.turns, n, m),
-        pick(a.queries, b.queries, n, m),
-        pick(a.responses, b.responses, n, m),
+        pick(a.queries, b.queries, n, m) if a.queries is not None or b.queries is not None else None,
+        pick(a.responses, b.responses, n, m) if a.responses is not None or b.responses is not None else None,
     )
 
 
@@ -81,7 +82,8 @@ class ColdTier:
         self._all = PartitionCache(
             loader=self._load_all, state=storage.user_state, dim=dim, max_users=max_users
         )
-        self._live: dict[int, tuple[tuple[tuple[int, int], str], np.ndarray]] = {}
+        #: user -> (version, epoch, day, max rowid examined, live rowids)
+        self._live: dict[int, tuple[int, int, str, int, np.ndarray]] = {}
         self._max_users = max_users
         #: Searches that consulted the cold tier, and those that found something there.
         self.consulted = 0
@@ -108,18 +110,33 @@ class ColdTier:
         )
         return merge_batches(live, self._load(user_id, after_rowid, upto_rowid))
 
-    def live_rowids(self, user_id: int, day: str, compute: Callable[[], np.ndarray]) -> np.ndarray:
-        """The rowids (ascending) of the user's memories live on ``day``, as ``compute`` finds
-        them, kept until the store changes or the day does: what a joint search needs to tell
-        the tiers apart without a live index of its own."""
-        key = (self._storage.user_state(user_id), day)
+    def live_rowids(
+        self,
+        user_id: int,
+        state: tuple[int, int],
+        day: str,
+        compute: Callable[[], tuple[np.ndarray, int]],
+        added: Callable[[int], tuple[np.ndarray, int]] | None = None,
+    ) -> np.ndarray:
+        """The rowids (ascending) of the user's memories live on ``day`` at store ``state``
+        (version, epoch): what a joint ranking needs to tell the tiers apart. ``compute()``
+        finds them all and the highest rowid it examined; when only memories were added since
+        (same epoch and day), ``added(after_rowid)`` finds the live ones among those after
+        ``after_rowid``, so a search after each new turn costs the new turns, not the history."""
+        version, epoch = state
         hit = self._live.get(user_id)
-        if hit is not None and hit[0] == key:
-            return hit[1]
-        rowids = compute()
-        if len(self._live) >= self._max_users:
+        if hit is not None and hit[1] == epoch and hit[2] == day:
+            if hit[0] == version:
+                return hit[4]
+            if added is not None:
+                new, top = added(hit[3])
+                rowids = np.union1d(hit[4], new) if len(new) else hit[4]
+                self._live[user_id] = (version, epoch, day, max(top, hit[3]), rowids)
+                return rowids
+        rowids, top = compute()
+        if user_id not in self._live and len(self._live) >= self._max_users:
             self._live.pop(next(iter(self._live)))
-        self._live[user_id] = (key, rowids)
+        self._live[user_id] = (version, epoch, day, top, rowids)
         return rowids
 
     def search(
@@ -134,14 +151,18 @@ class ColdTier:
         allowed_kinds: frozenset[str] | None = None,
         live_rowids: np.ndarray | None = None,
         penalty: float = 0.0,
+        part: Partition | None = None,
     ) -> list[tuple[int, float]]:
         """The ``k`` best memories as ``(rowid, score)``, best first, by the bank's pipeline.
 
         With ``live_rowids`` (ascending; ``joint``): all the user's memories, live and
         forgotten, as one candidate set, a memory whose rowid is not among them scoring
-        ``penalty`` less. Without (``separate``): the forgotten memories only."""
+        ``penalty`` less; ``part`` is that set when the caller holds it (the bank's own
+        partition, which holds both tiers when the cold tier is ranked on every search).
+        Without (``separate``): the forgotten memories only."""
         self.consulted += 1
-        part = (self._all if live_rowids is not None else self._cache).get(user_id)
+        if part is None:
+            part = (self._all if live_rowids is not None else self._cache).get(user_id)
         if len(part) == 0:
             return []
         pipeline = Pipeline.from_config(cfg)

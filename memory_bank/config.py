@@ -1,8 +1,9 @@
 """One typed, validated configuration for a memory bank.
 
 Defaults follow the paper and the original code: top-k 2, the query is the current message,
-a 7-turn in-prompt history window, forgetting off. Unknown keys are rejected, so a typo in a
-YAML file is an error instead of a silently ignored option.
+a 7-turn in-prompt history window; forgetting is on with the measured selective setting
+(:data:`SELECTIVE_FORGETTING`), ``forgetting: {mode: off}`` turns it off. Unknown keys are
+rejected, so a typo in a YAML file is an error instead of a silently ignored option.
 
 >>> cfg = MemoryBankConfig(store="./memories", language="zh")
 >>> cfg.encoder_for()
@@ -25,6 +26,7 @@ __all__ = [
     "DEFAULT_ENCODERS",
     "DEFAULT_HISTORY_WINDOW",
     "DEFAULT_TOP_K",
+    "FORGETTING_OFF",
     "PAPER_FORGETTING",
     "SELECTIVE_FORGETTING",
     "ForgettingConfig",
@@ -97,32 +99,27 @@ CALENDAR_ONLY: dict[str, Any] = {"content_weights": False, "cold_tier": False}
 PAPER_FORGETTING: dict[str, Any] = {"mode": "paper", "tau": 1.0, "policy": "stochastic", **CALENDAR_ONLY}
 
 
-#: Selective forgetting that loses no knowledge (configs/forgetting.yaml): a memory is archived
-#: when R = exp(-t / (tau * S)) falls below 0.05 with tau 7 days times its content weight (small
-#: talk 1.75 days, personal statements 14), every recall restarts its clock, and archived memories
-#: stay in the ranking 0.05 below live ones (the cold tier ranked jointly on every search). On
-#: LoCoMo dev it archives 37% of the turns at recall@10 -0.2 points (README, Evaluation).
-SELECTIVE_FORGETTING: dict[str, Any] = {
-    "mode": "paper",
-    "tau": 7.0,
-    "policy": "threshold",
-    "threshold": 0.05,
-    "content_weights": True,
-    "cold_tier": True,
-    "cold_below": float("inf"),
-    "cold_rank": "joint",
-    "cold_penalty": 0.05,
-}
+#: Forgetting off, one setting away from the default: ``forgetting: {mode: off}`` in a config
+#: file, ``forgetting={"mode": "off"}`` in code, ``--forgetting off`` on the command lines.
+FORGETTING_OFF: dict[str, Any] = {"mode": "off"}
 
 
 class ForgettingConfig(_Strict):
-    """How memories fade (see :mod:`memory_bank.forgetting`). Off by default (see the README for
-    why); :data:`SELECTIVE_FORGETTING` is the measured setting to turn on, :data:`PAPER_FORGETTING`
-    the paper's curve."""
+    """How memories fade (see :mod:`memory_bank.forgetting`).
 
-    mode: ForgettingMode = "off"
-    tau: float = Field(1.0, gt=0, description="time scale in days: R = exp(-t / (tau * S)); 1 is the paper")
-    policy: ForgettingPolicy = "stochastic"
+    The defaults are selective forgetting that loses no knowledge (:data:`SELECTIVE_FORGETTING`,
+    measured in the README, Evaluation): a memory is forgotten when R = exp(-t / (tau * S))
+    falls below 0.05, with tau 7 days times its content weight (small talk 1.75 days, personal
+    statements 14), every recall restarts its clock, and forgotten memories stay in the ranking
+    0.05 below live ones (the cold tier ranked jointly on every search). On LoCoMo dev it
+    forgets 37% of the turns at recall@10 -0.2 points. :data:`FORGETTING_OFF` turns it off,
+    :data:`PAPER_FORGETTING` is the paper's curve as published."""
+
+    mode: ForgettingMode = "paper"
+    tau: float = Field(
+        7.0, gt=0, description="time scale in days: R = exp(-t / (tau * S)); 1 is the paper's curve"
+    )
+    policy: ForgettingPolicy = "threshold"
     threshold: float = Field(0.05, ge=0, le=1, description="with policy=threshold, drop when R < threshold")
     seed: int | None = Field(
         None, description="seed for stochastic passes; a pass is reproducible per (seed, user, day)"
@@ -138,12 +135,12 @@ class ForgettingConfig(_Strict):
         description="multiplier of tau per kind, e.g. {daily_summary: 4}: summaries outlive their turns",
     )
     content_weights: bool = Field(
-        False,
+        True,
         description="scale tau by each turn's content weight, set when it is written "
         "(memory_bank.salience): small talk 0.25, chat 1, personal 2",
     )
     cold_tier: bool = Field(
-        False,
+        True,
         description="search forgotten (archived) memories too when the live ones match poorly; "
         "a recalled cold memory comes back to the live tier (not used with mode off)",
     )
@@ -169,6 +166,24 @@ class ForgettingConfig(_Strict):
         if bad:
             raise ValueError(f"kind scales must be > 0, got {bad}")
         return v
+
+
+#: The selective setting, the default (configs/forgetting.yaml spells it out): the defaults of
+#: :class:`ForgettingConfig`, read from the class so there is one source of truth.
+SELECTIVE_FORGETTING: dict[str, Any] = {
+    key: ForgettingConfig.model_fields[key].default
+    for key in (
+        "mode",
+        "tau",
+        "policy",
+        "threshold",
+        "content_weights",
+        "cold_tier",
+        "cold_below",
+        "cold_rank",
+        "cold_penalty",
+    )
+}
 
 
 class RetrievalConfig(_Strict):

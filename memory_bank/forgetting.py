@@ -11,7 +11,9 @@ Modes:
 * ``paper``: ``exp(-t / (tau * S))``; strong memories fade slower.
 * ``original-code``: ``exp(-t / 5 * S)`` = ``exp(-t * S / 5)``, what the authors' code computes
   (strong memories fade *faster*). Only for reproducing old results.
-* ``off``: retention is always 1 and nothing is forgotten (the default).
+* ``off``: retention is always 1 and nothing is forgotten.
+
+The default is ``paper`` with the selective setting of :data:`memory_bank.config.SELECTIVE_FORGETTING`.
 
 >>> round(retention(1, 1), 4)
 0.3679

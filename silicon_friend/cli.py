@@ -38,7 +38,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
         help="memory bank YAML config: retrieval.top_k, history_window, forgetting, summaries (flags override it)",
     )
     parser.add_argument("--encoder", help="encoder override: minilm, use-multilingual, hashing or a path")
-    parser.add_argument("--forgetting", choices=MODES, help="forgetting mode (default: the config's, off)")
+    parser.add_argument("--forgetting", choices=MODES, help="forgetting mode (default: the config's, selective forgetting on the paper's curve; off turns it off)")
     parser.add_argument(
         "--top-k", type=int, help="memories retrieved per reply, 0 for none (default: the config's retrieval.top_k, 2)"
     )

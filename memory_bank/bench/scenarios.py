@@ -28,6 +28,7 @@ def _current_rss_mb() -> float:
 def users(spec: Spec) -> dict[str, Any]:
     from memory_bank.bank import MemoryBank
     from memory_bank.bench.systems import CachingEncoder, MemoryBankSystem, remove
+    from memory_bank.config import PAPER_FORGETTING
     from memory_bank.embeddings import get_encoder
 
     set_threads(spec.get("threads"))
@@ -45,7 +46,8 @@ def users(spec: Spec) -> dict[str, Any]:
     enc.cache.update({q: enc.inner.encode([q])[0] for q in queries})
     enc.use_cache = True
 
-    bank = MemoryBank.open(work, encoder_instance=enc)
+    # Its forgetting pass is the paper's (stochastic, seeded), whatever the bank's default.
+    bank = MemoryBank.open(work, encoder_instance=enc, forgetting=PAPER_FORGETTING)
     max_cached = bank.config.max_cached_users
     rss_start = _current_rss_mb()
 
@@ -100,6 +102,7 @@ def forget_million(spec: Spec) -> dict[str, Any]:
     """One user with ``forget_size`` memories (no vectors: a pass does not read them)."""
     from memory_bank.bank import MemoryBank
     from memory_bank.bench.systems import remove
+    from memory_bank.config import PAPER_FORGETTING
     from memory_bank.embeddings import HashingEncoder
     from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind
     from memory_bank.stores import Storage
@@ -115,7 +118,7 @@ def forget_million(spec: Spec) -> dict[str, Any]:
     recalled = np.asarray(rng.random(size=n)) < 0.2
     recall_after = np.asarray(rng.integers(0, 200, size=n))
     day_str = [(start + dt.timedelta(days=int(d))).isoformat() for d in range(span + 200)]
-    bank = MemoryBank.open(work, encoder_instance=HashingEncoder(8))
+    bank = MemoryBank.open(work, encoder_instance=HashingEncoder(8), forgetting=PAPER_FORGETTING)
     rec = bank.user("big", create=True)
 
     def memories(lo: int, hi: int) -> list[Memory]:

@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from memory_bank.config import PAPER_FORGETTING
+from memory_bank.config import PAPER_FORGETTING, SELECTIVE_FORGETTING
 from memory_bank.errors import InvalidInputError
 
 logger = logging.getLogger(__name__)
@@ -103,6 +103,8 @@ def _points() -> list[Point]:
                 ),
             )
         )
+    # The bank's default, exactly as a user gets it (the cold tier on every search, no gate).
+    pts.append(Point("default", "the default (SELECTIVE_FORGETTING)", dict(SELECTIVE_FORGETTING)))
     return pts
 
 

@@ -15,6 +15,7 @@ import pytest
 
 from memory_bank import MemoryBank, MemoryKind
 from memory_bank.bench.data import DialogGenerator, synth_vectors
+from memory_bank.config import PAPER_FORGETTING
 from memory_bank.embeddings import HashingEncoder
 from memory_bank.index import LexicalIndex, Partition, stable_top
 from memory_bank.records import RETRIEVABLE_KINDS, Memory
@@ -162,7 +163,7 @@ def test_a_seeded_forgetting_pass_forgets_the_same_memories_as_the_memory_object
     from memory_bank import forgetting
 
     bank = MemoryBank.open(
-        tmp_path / "s", encoder_instance=HashingEncoder(16), forgetting={"mode": "paper", "seed": 7, "tau": 3}
+        tmp_path / "s", encoder_instance=HashingEncoder(16), forgetting={**PAPER_FORGETTING, "seed": 7, "tau": 3}
     )
     for i, t in enumerate(DialogGenerator(1).turns(120, per_day=6)):
         bank.add_turn("Ann", t.query, t.response, at=t.at)

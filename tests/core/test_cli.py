@@ -24,7 +24,9 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:  # type: ignore[no-untyped-
 def test_import_search_memories_forget_export(tmp_path, capsys, store) -> None:  # type: ignore[no-untyped-def]
     src = tmp_path / "mem.json"
     src.write_text(json.dumps(LEGACY), encoding="utf-8")
-    common = ["--store", store, "--encoder", "hashing"]
+    curve = tmp_path / "curve.yaml"  # the paper's curve, tau 1 day, by the calendar alone
+    curve.write_text("forgetting: {tau: 1.0, policy: stochastic, content_weights: false, cold_tier: false}\n")
+    common = ["--store", store, "--encoder", "hashing", "--config", str(curve)]
     assert run(capsys, "import", str(src), *common)[0] == 0
     code, out, _ = run(capsys, "search", *common, "--user", "Jason", "--k", "2", "--json", "--now", "2023-05-03",
                        "--reinforce", "I like chess")

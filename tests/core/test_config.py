@@ -11,7 +11,7 @@ from tests.conftest import REPO
 def test_shipped_config_documents_the_defaults() -> None:
     cfg = load_config(REPO / "configs" / "memorybank.yaml")
     assert cfg.model_dump() == MemoryBankConfig(store="./memorybank_data").model_dump()
-    assert cfg.retrieval.top_k == 2 and cfg.history_window == 7 and cfg.forgetting.mode == "off"
+    assert cfg.retrieval.top_k == 2 and cfg.history_window == 7 and cfg.forgetting.mode == "paper"
 
 
 def test_flags_override_the_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -45,3 +45,17 @@ def test_shipped_forgetting_config_is_the_measured_selective_setting() -> None:
     cfg = load_config(REPO / "configs" / "forgetting.yaml")
     assert cfg.forgetting == ForgettingConfig(**SELECTIVE_FORGETTING)
     assert cfg.forgetting.cold_tier and cfg.forgetting.content_weights and cfg.forgetting.mode == "paper"
+    assert load_config().forgetting == cfg.forgetting  # it is the default, spelled out
+
+
+def test_forgetting_is_off_one_setting_away(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from memory_bank.cli import build_parser
+    from memory_bank.cli_support import open_bank
+    from memory_bank.config import FORGETTING_OFF
+
+    f = tmp_path / "c.yaml"
+    f.write_text("forgetting: {mode: 'off'}\n")
+    assert load_config(f).forgetting.mode == "off" == load_config(forgetting=FORGETTING_OFF).forgetting.mode
+    args = build_parser().parse_args(["stats", "--store", str(tmp_path / "s"), "--forgetting", "off"])
+    with open_bank(args, create=True) as bank:
+        assert bank.config.forgetting.mode == "off"

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from memory_bank import forgetting
+from memory_bank.config import CALENDAR_ONLY, PAPER_FORGETTING
 from memory_bank.records import MemoryKind
 
 
@@ -61,23 +62,33 @@ def test_elapsed_days_are_whole_calendar_days() -> None:
     assert forgetting.elapsed_days(["2023-04-27", "2023-05-06"], "2023-05-06").tolist() == [9.0, 0.0]
 
 
+#: The paper's curve, tau 1 day, by the calendar alone (the tests of the curve; the default adds
+#: a 7-day time scale, content weights and the cold tier: tests/core/test_selective_forgetting.py).
+CURVE = {"mode": "paper", "tau": 1.0, **CALENDAR_ONLY}
+
+
 def _turns(bank, user="Ann"):  # type: ignore[no-untyped-def]
     bank.add_turn(user, "I planted tomatoes in the garden.", "Lovely!", at="2023-05-01T09:00")
     bank.add_turn(user, "My sister Jo visits next week.", "How nice.", at="2023-05-02T09:00")
     bank.add_turn(user, "I am learning the cello.", "Great choice.", at="2023-05-03T09:00")
 
 
-def test_default_is_off_and_a_pass_forgets_nothing(bank, clock) -> None:  # type: ignore[no-untyped-def]
-    _turns(bank)
+def test_default_forgets_but_loses_nothing_and_off_forgets_nothing(make_bank, tmp_path, clock) -> None:  # type: ignore[no-untyped-def]
+    bank, off = make_bank(tmp_path / "default"), make_bank(tmp_path / "off", forgetting={"mode": "off"})
+    for b in (bank, off):
+        _turns(b)
     clock.advance(days=365)
     report = bank.forget("Ann")["Ann"]
+    assert report.mode == "paper" and len(report.forgotten) == 3  # a year unrecalled: all faded ...
+    assert len(bank.search("Ann", "cello", k=3)) == 3  # ... and all still found (the cold tier)
+    report = off.forget("Ann")["Ann"]
     assert report.mode == "off" and report.forgotten == [] and report.examined == 3
 
 
 def test_paper_mode_pass_archives_old_memories_reproducibly(make_bank, tmp_path, clock) -> None:  # type: ignore[no-untyped-def]
     results = []
     for run in range(2):
-        bank = make_bank(tmp_path / f"s{run}", forgetting={"mode": "paper", "seed": 3, "daily_pass": False})
+        bank = make_bank(tmp_path / f"s{run}", forgetting={**PAPER_FORGETTING, "seed": 3, "daily_pass": False})
         _turns(bank)
         report = bank.forget("Ann", now="2023-05-20")["Ann"]
         results.append(report.forgotten)
@@ -92,7 +103,8 @@ def test_paper_mode_pass_archives_old_memories_reproducibly(make_bank, tmp_path,
     assert len(results[0]) == 3
 
 
-def test_reinforcement_slows_forgetting(bank) -> None:  # type: ignore[no-untyped-def]
+def test_reinforcement_slows_forgetting(make_bank) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank(forgetting=CURVE)
     _turns(bank)
     hit = bank.search("Ann", "cello", k=1, now="2023-05-04", reinforce=True)[0]
     assert hit.memory.strength == 2 and hit.memory.last_recall_date == "2023-05-04"
@@ -104,7 +116,7 @@ def test_reinforcement_slows_forgetting(bank) -> None:  # type: ignore[no-untype
 
 
 def test_delete_action_removes_and_marks_summaries_stale(make_bank, clock) -> None:  # type: ignore[no-untyped-def]
-    bank = make_bank(forgetting={"mode": "paper", "policy": "threshold", "threshold": 0.5, "action": "delete",
+    bank = make_bank(forgetting={**CURVE, "policy": "threshold", "threshold": 0.5, "action": "delete",
                                  "daily_pass": False})
     _turns(bank)
     bank.set_layer("Ann", MemoryKind.DAILY_SUMMARY, "Ann planted tomatoes.", date="2023-05-01")
@@ -116,7 +128,7 @@ def test_delete_action_removes_and_marks_summaries_stale(make_bank, clock) -> No
 
 
 def test_daily_pass_runs_on_the_first_write_of_a_day_never_on_a_search(make_bank, clock) -> None:  # type: ignore[no-untyped-def]
-    bank = make_bank(forgetting={"mode": "paper", "policy": "threshold", "threshold": 0.2})
+    bank = make_bank(forgetting={**CURVE, "policy": "threshold", "threshold": 0.2})
     _turns(bank)
     clock.now = clock.now.replace(year=2023, month=5, day=3)
     bank.search("Ann", "garden", k=5)  # a search persists nothing ...

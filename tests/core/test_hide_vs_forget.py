@@ -88,3 +88,14 @@ def test_a_version_4_store_keeps_its_archived_memories_forgotten_not_hidden(make
     db.close()
     assert [(m.archived, m.hidden) for m in bank.storage.memories(bank.user("Ann").id)] == [(True, False)] * 2
     assert set(_ids(bank, "who likes tuna")) == {MISO, REX}  # still found by the cold tier
+
+
+def test_a_recall_after_a_reply_brings_a_forgotten_memory_back_not_a_hidden_one(make_bank) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank(forgetting=SELECTIVE_FORGETTING)
+    _fill(bank)
+    bank.forget("Ann", now=NOW)
+    bank.archive("Ann", [MISO])
+    bank.reinforce("Ann", [MISO, REX], now=NOW)  # what the chat does with the memories a reply used
+    states = {e.memory_id: (e.status, e.archived) for e in bank.explanations("Ann", now=NOW)}
+    assert states == {MISO: ("hidden", True), REX: ("strong", False)}
+    assert bank.forget("Ann", now="2023-07-01")["Ann"].forgotten == []  # recalled: its clock restarted

@@ -306,4 +306,5 @@ def test_the_selective_setting_forgets_and_loses_nothing(make_bank, tmp_path) ->
     off.add_turn("Ann", "Thanks, bye!", "Bye!", at="2023-05-01T09:00")
     off.search("Ann", "bye", now="2024-05-01")
     assert not any(m.archived for m, _ in off.memories("Ann")) and off.cold.consulted == 0
-    assert make_bank(tmp_path / "default").config.forgetting.mode == "off"  # the default stays off
+    default = make_bank(tmp_path / "default").config.forgetting  # the default is this setting
+    assert {k: getattr(default, k) for k in SELECTIVE_FORGETTING} == SELECTIVE_FORGETTING

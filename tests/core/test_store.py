@@ -188,7 +188,7 @@ def test_newer_schema_is_refused(bank, tmp_path) -> None:  # type: ignore[no-unt
 
 
 def test_a_version_1_store_is_migrated_and_forgets_as_before(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    bank = make_bank()
+    bank = make_bank(forgetting={"mode": "off"})  # the 30 turns stay live: the pass reads them all
     for i in range(30):
         bank.add_turn("Ann", f"turn {i} about gardens", "ok", at=f"2023-05-{1 + i % 20:02d}T10:00")
     bank.search("Ann", "gardens", k=3, now="2023-06-01", reinforce=True)

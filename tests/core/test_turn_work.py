@@ -2,7 +2,8 @@
 
 Counted, not timed: SQLite's progress handler counts the virtual-machine steps of every
 statement, so a read that walks all of a user's rows shows up as work proportional to the
-history, whatever the machine's load.
+history, whatever the machine's load. The day's forgetting pass (on a user's first write of
+the day, a few array operations per memory) is run first: it is a daily cost, not a turn's.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from memory_bank import Memory, MemoryKind
+from memory_bank.config import SELECTIVE_FORGETTING
 
 
 def _fill(bank: Any, n: int) -> None:
@@ -52,6 +54,7 @@ def test_reading_what_a_reply_needs_costs_the_same_at_any_history_length(make_ba
 
     def reply_reads(bank: Any) -> Callable[[], object]:
         ids = [m.memory_id for m in bank.storage.memories(bank.user("Ann").id, rowids=[3, 7])]
+        bank.forget("Ann", now="2022-01-01")  # the day's pass
 
         def run() -> None:
             assert bank.has_memories("Ann")
@@ -70,6 +73,8 @@ def test_storing_a_turn_costs_the_same_at_any_history_length(make_bank, tmp_path
     small, large = make_bank(tmp_path / "small"), make_bank(tmp_path / "large")
     _fill(small, 200)
     _fill(large, 6000)
+    small.forget("Ann")  # the day's pass
+    large.forget("Ann")
     a = _steps(small, lambda: small.add_turn("Ann", "I went hiking again.", "Nice!", at="2021-01-01T10:00"))
     b = _steps(large, lambda: large.add_turn("Ann", "I went hiking again.", "Nice!", at="2021-01-01T10:00"))
     assert b <= 2 * a + 5, (a, b)
@@ -112,3 +117,19 @@ def test_a_reply_stores_its_turn_reinforces_and_marks_summaries_stale_in_one_tra
     bank.add_turn("Ann", "And again.", "Great!", at="2021-01-01T11:00", recalled=used[:2])
     again = bank.storage.memories(bank.user("Ann").id, rowids=[3, 7])
     assert [m.strength for m in again] == [2, 2]
+
+
+def test_a_search_after_a_new_turn_costs_the_same_at_any_history_length(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """With the default forgetting a search tells forgotten from live memories at its ``now``:
+    after a new turn it examines the new turn, not the history again."""
+    # The default setting with a time scale long enough that the whole history is still live.
+    slow = {**SELECTIVE_FORGETTING, "tau": 3650.0}
+    small, large = make_bank(tmp_path / "small", forgetting=slow), make_bank(tmp_path / "large", forgetting=slow)
+    for bank, n in ((small, 200), (large, 6000)):
+        _fill(bank, n)
+        bank.add_turn("Ann", "I went hiking yesterday.", "Nice!")  # the day's first write: its pass
+        bank.search("Ann", "hiking", k=3)  # loads the index and the live set
+        bank.add_turn("Ann", "I went hiking again.", "Nice!")
+    a = _steps(small, lambda: small.search("Ann", "hiking again", k=3))
+    b = _steps(large, lambda: large.search("Ann", "hiking again", k=3))
+    assert b <= 2 * a + 5, (a, b)

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from memory_bank.config import CALENDAR_ONLY
 from memory_bank.embeddings import HashingEncoder
 from memory_bank.errors import InvalidInputError
 from memory_bank.evaluation.benchmark import BM25System, DenseSystem, MemoryBankSystem, evaluate
@@ -100,14 +101,14 @@ def test_forgetting_replay(locomo_file) -> None:  # type: ignore[no-untyped-def]
     paper = MemoryBankSystem(
         enc,
         name="paper",
-        forgetting={"mode": "paper", "tau": 1.0, "policy": "threshold"},
+        forgetting={"mode": "paper", "tau": 1.0, "policy": "threshold", **CALENDAR_ONLY},
         replay=True,
         recall_k=2,
     )
     gentle = MemoryBankSystem(
         enc,
         name="gentle",
-        forgetting={"mode": "paper", "tau": 90.0, "policy": "threshold"},
+        forgetting={"mode": "paper", "tau": 90.0, "policy": "threshold", **CALENDAR_ONLY},
         replay=True,
         recall_k=2,
     )

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from memory_bank import InvalidInputError, MemoryBank
+from memory_bank.config import PAPER_FORGETTING
 from memory_bank.langchain import MemoryForgetterLoader, as_loader
 from memory_bank.original_format import import_data, load_memory_file
 
@@ -134,7 +135,7 @@ def test_unknown_user_loads_nothing_and_a_user_is_required(memory_file: Path) ->
 
 
 def test_from_the_store_it_matches_the_banks_own_pass(memory_file: Path, make_bank: Any) -> None:
-    bank: MemoryBank = make_bank(forgetting={"mode": "paper", "seed": 3, "daily_pass": False})
+    bank: MemoryBank = make_bank(forgetting={**PAPER_FORGETTING, "seed": 3, "daily_pass": False})
     import_data(bank, load_memory_file(memory_file))
     before = [(m.memory_id, m.archived) for m, _ in bank.memories("Emily")]
     result = as_loader(bank, "Emily", seed=3, now=NOW).forget()

@@ -29,7 +29,8 @@ def test_rows_show_strength_retention_and_last_recall(bank) -> None:  # type: ig
     assert memory_rows(bank, "Nobody") == []
 
 
-def test_retention_figure_has_one_curve_per_memory(bank) -> None:  # type: ignore[no-untyped-def]
+def test_retention_figure_has_one_curve_per_memory(make_bank) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank(forgetting={"mode": "off"})
     fill(bank)
     fig = retention_figure(bank, "Emily")
     ax = fig.axes[0]

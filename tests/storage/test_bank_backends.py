@@ -8,6 +8,7 @@ import json
 import pytest
 
 from memory_bank import MemoryKind, UserNotFoundError
+from memory_bank.config import CALENDAR_ONLY
 from memory_bank.errors import EncoderMismatchError
 from memory_bank.original_format import export_data, import_data, load_memory_file
 from tests.conftest import paper_file
@@ -36,7 +37,9 @@ def test_add_search_reinforce_persist(make_bank) -> None:  # type: ignore[no-unt
 
 @pytest.mark.parametrize("action", ["archive", "delete"])
 def test_forgetting_pass(make_bank, clock, action) -> None:  # type: ignore[no-untyped-def]
-    bank = make_bank(forgetting={"mode": "paper", "policy": "threshold", "threshold": 0.5, "action": action})
+    # The calendar alone, tau 1 day, no cold tier: a forgotten memory is out of retrieval.
+    bank = make_bank(forgetting={"mode": "paper", "tau": 1.0, "policy": "threshold", "threshold": 0.5,
+                                 "action": action, **CALENDAR_ONLY})
     old = bank.add_turn("Ann", "An old memory about violins.", "ok", at="2023-04-01T10:00")
     bank.add_turn("Ann", "A fresh memory about violas.", "ok", at="2023-05-01T10:00")
     bank.set_layer("Ann", MemoryKind.DAILY_SUMMARY, "Ann talked about violins.", date="2023-04-01")
@@ -157,7 +160,7 @@ def test_single_memory_operations_never_read_the_whole_history(make_bank) -> Non
     that day's rows, not the user's whole history: a user with 400 turns over 40 days."""
     from memory_bank import Memory
 
-    bank = make_bank()
+    bank = make_bank(forgetting={"mode": "off"})  # no pass takes the days read below out of the history
     turns = [
         Memory(memory_id=f"Ann_2023-01-{d + 1:02d}_{t}", user="Ann", kind=MemoryKind.TURN,
                date=f"2023-01-{d + 1:02d}", turn=t, text=f"day {d} turn {t} about topic {d * 10 + t}",

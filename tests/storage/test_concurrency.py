@@ -109,13 +109,15 @@ def test_retried_turn_with_a_client_id_is_stored_once(stores) -> None:  # type: 
 
 
 _CHILD = """
+import datetime as dt
 import sys
 from memory_bank import MemoryBank, load_config
 from memory_bank.embeddings import HashingEncoder
 from memory_bank.stores import open_storage
 
 spec, who, n, mode = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
-bank = MemoryBank(load_config(None, store=spec), storage=open_storage(spec), encoder=HashingEncoder(64))
+clock = lambda: dt.datetime(2023, 5, 1, 12)  # the tests' fixed clock: forgetting decides alike
+bank = MemoryBank(load_config(None, store=spec), storage=open_storage(spec), encoder=HashingEncoder(64), clock=clock)
 print("ready", flush=True)
 sys.stdin.readline()  # start together
 for i in range(n):

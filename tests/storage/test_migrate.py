@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from memory_bank import ConfigError, InvalidInputError, MemoryBank, MemoryKind, StoreError, load_config
+from memory_bank.config import ForgettingConfig
 from memory_bank.embeddings import HashingEncoder
 from memory_bank.original_format import export_data, import_data
 from memory_bank.stores import Storage, describe_store, open_storage
@@ -50,6 +51,7 @@ def test_describe_store_hides_the_password() -> None:
 def _seed(bank: MemoryBank) -> None:
     """Every kind of record and state: imported history, a reinforced turn, an archived turn with
     a vector, a stale layer, a memory without a vector, and a second encoder's vector."""
+    bank.config.forgetting = ForgettingConfig(mode="off")  # states made by hand, not by a pass
     import_data(bank, copy.deepcopy(LEGACY))
     bank.add_turn("Ann", "I adopted a cat named Miso.", "Lovely!", at="2023-05-01T10:00")
     bank.add_turn("Ann", "She is grey.", "Cute.", at="2023-05-01T10:05")  # has a context
@@ -94,7 +96,7 @@ def test_sqlite_to_sqlite_copies_everything(tmp_path) -> None:  # type: ignore[n
     assert _contents(dst) == before
     dst.close()
     embedded = enc.texts
-    moved = MemoryBank(load_config(None, store=str(tmp_path / "dst")), encoder=enc)
+    moved = MemoryBank(load_config(None, store=str(tmp_path / "dst"), forgetting={"mode": "off"}), encoder=enc)
     moved.restore("Jason", ["Jason_2023-04-29_0"])  # the archived turn's vector came along
     assert "lost a game" in moved.search("Jason", "I lost a game", k=1)[0].memory.text
     assert enc.texts == embedded + 1  # only the query: nothing re-embedded
