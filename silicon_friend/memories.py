@@ -92,7 +92,7 @@ PLOT_TEXTS: dict[str, PlotTexts] = {
         x_label="date (learned or last recalled, then the days ahead)",
         y_label="retention",
         today="today",
-        empty="no memories yet",
+        empty="no kept chat turn or daily summary to plot",
     ),
     "zh": PlotTexts(
         title="每条记忆的保持程度（按日期）",
@@ -100,7 +100,7 @@ PLOT_TEXTS: dict[str, PlotTexts] = {
         x_label="日期（记住或上次回忆之日，及之后的日子）",
         y_label="保持率",
         today="今天",
-        empty="还没有记忆",
+        empty="没有可绘制的保留对话或每日总结",
     ),
 }
 

@@ -267,7 +267,7 @@ def stream_text(
                 waited = time.monotonic() - last
                 limit = idle_timeout if got_text else first_token_timeout
                 if waited > limit:
-                    what = "the next part of the reply" if got_text else "reply"
+                    what = "more of its reply" if got_text else "reply"
                     raise ModelTimeoutError(
                         f"the model gave no {what} within {limit:g} s (it may be busy or stuck)"
                     ) from None

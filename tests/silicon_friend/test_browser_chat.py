@@ -147,3 +147,42 @@ def test_stop_is_calm_and_a_message_sent_while_streaming_is_answered(browser, se
     assert "failed" not in text and "⚠" not in text
     assert [m.query for m in engine.bank.history("Emily")] == ["tell me a long story", "and this one too"]
     page.close()
+
+
+def toasts(page: Any) -> str:
+    return str(
+        page.evaluate("() => [...document.querySelectorAll('.toast-body')].map(e => e.innerText).join('\\n')")
+    )
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_mistakes_are_toasts_that_leave_the_page_usable(browser, served, language) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    """Sending before giving a name, and "Forget me" unticked: a toast in the page's language, no
+    error overlay on the chat, the table or the checkbox, the message kept, and nothing stored."""
+    t = ui_texts(language)
+    name, fact, _ = CASES[language]
+    url, engine = served(language)
+    page = browser.new_page(viewport={"width": 1100, "height": 1000})
+    page.goto(url, wait_until="load")
+    page.wait_for_selector("#sf-message textarea", timeout=30_000)
+    say(page, fact)
+    page.wait_for_function("m => document.body.innerText.includes(m)", arg=t.need_name, timeout=15_000)
+    assert t.need_name in toasts(page)  # (Gradio 6 titles grouped toasts "Warning" in every language)
+    assert page.locator("#sf-message textarea").input_value() == fact  # kept, to send once named
+    assert page.locator(".error, [data-testid=error]").count() == 0  # no overlay on any component
+    page.locator("#sf-name textarea, #sf-name input").first.fill(name)
+    page.locator("#sf-remember").click()
+    page.wait_for_function("n => document.querySelector('#sf-status').innerText.includes(n)", arg=name)
+    page.locator("#sf-send").click()  # the kept message goes now
+    wait_chat(page, f"Echo: {fact}")
+    page.get_by_role("tab", name=t.memories_tab).click()
+    page.wait_for_selector("#sf-memory-table [role=gridcell]", timeout=20_000)
+    page.locator("#sf-forget").click()
+    page.wait_for_function(
+        "m => document.body.innerText.includes(m)", arg=t.forget_unconfirmed, timeout=15_000
+    )
+    assert page.locator(".error, [data-testid=error]").count() == 0
+    page.get_by_label(t.forget_confirm).check()  # the box is not covered: it can be ticked
+    assert fact in page.locator("#sf-memory-table").inner_text() and len(engine.bank.history(name)) == 1
+    page.screenshot(path=str(artifacts() / f"browser_mistakes_{language}.png"), full_page=True)
+    page.close()

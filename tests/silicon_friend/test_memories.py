@@ -38,7 +38,7 @@ def test_retention_figure_has_one_curve_per_memory(make_bank) -> None:  # type: 
     assert "Forgetting is off" in ax.get_title()  # the store's setting: flat at 1, as the table says
     assert all(set(line.get_ydata()) == {1.0} for line in ax.get_lines()[:3])
     empty = retention_figure(bank, "Nobody", language="zh")
-    assert "还没有记忆" in empty.axes[0].texts[0].get_text()
+    assert "没有可绘制的保留对话" in empty.axes[0].texts[0].get_text()
 
 
 def test_the_plot_uses_real_dates_and_agrees_with_the_table(tmp_path) -> None:  # type: ignore[no-untyped-def]
