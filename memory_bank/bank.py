@@ -52,6 +52,13 @@ Clock = Callable[[], dt.datetime]
 When = dt.datetime | dt.date | str | None
 
 
+def _forgotten(recalled: Sequence[Memory], report: ForgetReport | None) -> list[Memory]:
+    """The recalled memories that a recall brings back to the live tier: those forgotten
+    (persisted, or by the day's pass ``report`` just now), not those the user hid."""
+    gone = set(report.forgotten) if report is not None else set()
+    return [m for m in recalled if (m.archived or m.memory_id in gone) and not m.hidden]
+
+
 def _note_recall(memories: Sequence[Memory], day: str) -> None:
     """What :meth:`MemoryBank.reinforce` stored, on the in-memory copies: strength + 1 and
     the recall date ``day``, at most once a day (each object once, however often listed)."""
@@ -407,7 +414,7 @@ class MemoryBank:
         text = turn_text(query, response)
         self._writing_encoder()  # an encoder that cannot load leaves no empty user behind
         rec = self.user(user, create=True)
-        self._daily_forget(rec, _as_date(None, self.clock))
+        report = self._daily_forget(rec, _as_date(None, self.clock))
         previous = self.storage.last_turn(rec.id, day)
         context = previous.response if previous is not None and previous.response else None
         vector = self._embed([index_text(text, context)], write=True)[0]
@@ -425,6 +432,7 @@ class MemoryBank:
             weight=salience.content_weight(query),
         )
         used = self._with_rowids(rec, recalled)
+        cold = _forgotten(used, report)
         memory = self.storage.add_turn(
             rec.id,
             memory,
@@ -433,7 +441,10 @@ class MemoryBank:
             # The day's summaries no longer cover every turn of it.
             stale=[MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY],
             recalled=[m.rowid or 0 for m in used],
+            revived=[m.rowid or 0 for m in cold],
         )
+        for m in cold:
+            m.archived = False
         _note_recall(used, day)
         return memory
 
@@ -786,8 +797,7 @@ class MemoryBank:
             missing = wanted - {m.memory_id for m in _memories}
             if missing:
                 raise MemoryNotFoundError(f"user {rec.name!r} has no memory with id {sorted(missing)[0]!r}")
-        gone = set(report.forgotten) if report is not None else set()
-        cold = [m for m in _memories if (m.archived or m.memory_id in gone) and not m.hidden]
+        cold = _forgotten(_memories, report)
         if cold:  # recalled from the cold tier (or forgotten by the clock at ``now``)
             self.storage.set_archived(rec.id, [m.rowid or 0 for m in cold], False)
             for m in cold:

@@ -137,6 +137,7 @@ class Storage(abc.ABC):
         *,
         stale: Iterable[MemoryKind] = (),
         recalled: Sequence[int] = (),
+        revived: Sequence[int] = (),
     ) -> Memory:
         """Append a turn numbered after the day's turns, and never below a deleted turn's number
         (the user's :data:`TURN_FLOOR` and :data:`TURN_BASE`). ``memory.memory_id`` ending in
@@ -145,7 +146,9 @@ class Storage(abc.ABC):
 
         In the same transaction (one per chat reply, not three): the user's memories of the
         ``stale`` kinds on the turn's day are marked stale (:meth:`mark_stale`), and the
-        memories of rowids ``recalled`` are reinforced on the turn's day (:meth:`reinforce`)."""
+        memories of rowids ``recalled`` are reinforced on the turn's day (:meth:`reinforce`), and
+        those of rowids ``revived`` (forgotten ones a reply used) come back to the live tier,
+        except the ones the user hid (:meth:`set_archived`)."""
 
     @abc.abstractmethod
     def add_memories(

@@ -459,6 +459,7 @@ class SQLStorage(Storage):
         *,
         stale: Iterable[MemoryKind] = (),
         recalled: Sequence[int] = (),
+        revived: Sequence[int] = (),
     ) -> Memory:
         stale = list(stale)
 
@@ -491,6 +492,12 @@ class SQLStorage(Storage):
             if stale:
                 self._mark_stale(c, user_id, stale, [memory.date])
             self._reinforce(c, user_id, recalled, memory.date)
+            if revived:  # recalled from the cold tier: live again (what the user hid stays hidden)
+                cond, args = self._by_rowids(revived)
+                c.execute(
+                    f"UPDATE memories SET archived = ? WHERE {cond} AND NOT hidden", (False, user_id, *args)
+                )
+                self._bump(c, user_id, epoch=True, texts_kept=True)
             return new
 
         return self._write(run)

@@ -43,7 +43,11 @@ def test_import_search_memories_forget_export(tmp_path, capsys, store) -> None: 
     assert {"archived", "kind", "date", "turn"} <= set(mems["Jason_2023-04-27_1"])
     code, out, _ = run(capsys, "forget", *common, "--user", "Jason", "--now", "2023-06-30", "--mode", "paper",
                        "--seed", "1", "--json")
-    assert code == 0 and len(json.loads(out)["Jason"]["forgotten"]) >= 3
+    assert code == 0 and json.loads(out)["Jason"]["mode"] == "paper"
+    # The stochastic curve may already have dropped some on the day's first write (the import
+    # ran at today's date): count what is forgotten now, whichever pass forgot it.
+    code, out, _ = run(capsys, "memories", *common, "--user", "Jason", "--json")
+    assert code == 0 and sum(bool(m["archived"]) for m in json.loads(out)) >= 3
     out_file = tmp_path / "out.json"
     assert run(capsys, "export", *common, "--out", str(out_file))[0] == 0
     exported = json.loads(out_file.read_text(encoding="utf-8"))

@@ -99,3 +99,20 @@ def test_a_recall_after_a_reply_brings_a_forgotten_memory_back_not_a_hidden_one(
     states = {e.memory_id: (e.status, e.archived) for e in bank.explanations("Ann", now=NOW)}
     assert states == {MISO: ("hidden", True), REX: ("strong", False)}
     assert bank.forget("Ann", now="2023-07-01")["Ann"].forgotten == []  # recalled: its clock restarted
+
+
+def test_a_chat_reply_that_used_forgotten_memories_brings_them_back_not_a_hidden_one(make_bank, clock) -> None:  # type: ignore[no-untyped-def]
+    """The chat stores its turn and reinforces what the reply used in one write
+    (``add_turn(recalled=...)``): a forgotten memory found by the cold tier comes back to the
+    live tier there too, also one forgotten by the day's pass that this very write runs."""
+    bank = make_bank(forgetting=SELECTIVE_FORGETTING)
+    _fill(bank)
+    bank.archive("Ann", [MISO])
+    clock.now = clock.now.fromisoformat(NOW + "T12:00:00")
+    used = [h.memory for h in bank.search("Ann", "who likes tuna", k=2)]  # Rex, from the cold tier
+    assert [m.memory_id for m in used] == [REX] and used[0].archived
+    hidden = bank.storage.memories_by_ids(bank.user("Ann").id, {MISO})
+    bank.add_turn("Ann", "Does Rex still like tuna bones?", "He does.", recalled=[*used, *hidden])
+    states = {e.memory_id: (e.status, e.archived) for e in bank.explanations("Ann", now=NOW)}
+    assert states[REX] == ("strong", False) and states[MISO] == ("hidden", True)
+    assert bank.forget("Ann", now="2023-07-01")["Ann"].forgotten == []  # recalled: its clock restarted
