@@ -155,6 +155,12 @@ def status_choices(t: MemoryTabTexts) -> list[tuple[str, str]]:
     return [(t.statuses[s], s) for s in STATUSES]
 
 
+def status_name(memory: Memory, t: MemoryTabTexts) -> str:
+    """The memory's status in ``t``'s language: kept, forgotten by the curve (the cold tier
+    still finds it), or hidden by the user (never retrieved until restored)."""
+    return t.statuses["hidden" if memory.hidden else "forgotten" if memory.archived else "kept"]
+
+
 class MemoryTab:
     """Layout and handlers of the tab, for one :class:`~silicon_friend.web.app.WebApp`."""
 
@@ -214,7 +220,7 @@ class MemoryTab:
                 r.memory.strength,
                 round(r.retention, 2),
                 r.memory.last_recall_date or "",
-                t.statuses["forgotten" if r.memory.archived else "kept"],
+                status_name(r.memory, t),
             ]
             for r in page.rows
         ]
@@ -239,7 +245,7 @@ class MemoryTab:
             days=f"{float(why['time_scale_days']):g}",
             r=f"{float(why['retention']):.2f}",
         )
-        status = t.statuses["forgotten" if memory.archived else "kept"]
+        status = status_name(memory, t)
         text = inert_markdown(memory.text).replace("\n", "  \n")
         today = self.app.engine.clock().date().isoformat()
         kind = self._kind(memory.kind.value, t)

@@ -125,9 +125,10 @@ def test_edit_add_delete_undo_and_restore(forgetting_bank) -> None:  # type: ign
     back = forgetting_bank.history("Ann", date="2023-04-28")
     assert [m.text for m in back] == ["I adopted a cat named Mochi."] and back[0].memory_id == cat.memory_id
     assert out[9]["visible"] is False
-    forgetting_bank.archive("Ann", [cat.memory_id])
+    forgetting_bank.archive("Ann", [cat.memory_id])  # hidden by the user: said so, not "forgotten"
     out = app.memory_tab.memories("Ann", "", "", "all", "forgotten", "", "", 1, ANN)
-    assert [r[6] for r in rows(out)] == ["forgotten"]
+    assert [r[6] for r in rows(out)] == ["hidden"]
+    assert "hidden" in click_row(app, "Ann", 0, ANN)[1]
     detail = click_row(app, "Ann", 0, ANN)
     assert detail[3]["visible"] is True and "Restore it" in detail[1]
     app.memory_tab.handlers()["restore"]("Ann", "", "", "all", "forgotten", "", "", 1, ANN)
