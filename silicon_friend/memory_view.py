@@ -221,6 +221,7 @@ class ReasonTexts:
     """The sentences of :func:`fade_reason`, one set per language (in the UI text table)."""
 
     archived: str
+    hidden: str
     off: str
     never_fades: str
     recalled: str
@@ -243,6 +244,8 @@ def fade_reason(
     """
     if isinstance(why, Explanation):
         why = why.to_dict()
+    if why.get("hidden"):
+        return texts.hidden
     if why.get("archived"):
         return texts.archived
     parts: list[str] = []

@@ -41,6 +41,7 @@ class TerminalTexts:
     why: str
     why_none: str
     stored: str
+    reinforced: str
     temporary_on: str
     temporary_off: str
 
@@ -63,7 +64,8 @@ TERMINAL: dict[str, TerminalTexts] = {
         refused="[not sent: {error}]",
         why="Memories the last reply used:",
         why_none="(the last reply used no memories)",
-        stored="(memory updated: that turn was stored; {n} recalled memories strengthened)",
+        stored="(memory updated: that turn was stored{reinforced})",
+        reinforced="; {n} recalled memories strengthened",
         temporary_on="(temporary chat: I neither read nor write memories until you type /temporary again)",
         temporary_off="(temporary chat is off: memories are read and written again)",
     ),
@@ -84,7 +86,8 @@ TERMINAL: dict[str, TerminalTexts] = {
         refused="[没有发送：{error}]",
         why="上一条回复用到的记忆：",
         why_none="（上一条回复没有用到记忆）",
-        stored="（记忆已更新：这一轮对话已保存；{n} 条被回忆的记忆得到加强）",
+        stored="（记忆已更新：这一轮对话已保存{reinforced}）",
+        reinforced="；{n} 条被回忆的记忆得到加强",
         temporary_on="（临时对话：在你再次输入 /temporary 之前，我既不读取也不写入记忆）",
         temporary_off="（临时对话已关闭：重新读取和写入记忆）",
     ),
@@ -102,7 +105,8 @@ def _why(turn: Turn | None, t: TerminalTexts, out: TextIO) -> None:
         for m in turn.used:
             out.write(f"  {m.date}  {m.score:.2f}  {' '.join(m.text.split())[:100]}\n")
     if turn is not None and turn.stored:
-        out.write(t.stored.replace("{n}", str(turn.reinforced)) + "\n")
+        more = t.reinforced.replace("{n}", str(turn.reinforced)) if turn.reinforced else ""
+        out.write(t.stored.replace("{reinforced}", more) + "\n")
 
 
 def _read(input_fn: InputFn, prompt: str, out: TextIO) -> str | None:

@@ -125,7 +125,12 @@ MEMORY_UI: dict[str, MemoryTabTexts] = {
         pick_first="Click a memory in the table first.",
         gone="That memory no longer exists (deleted in another tab?); the table was refreshed.",
         reasons=ReasonTexts(
-            archived="Forgotten: its retention fell too low, so it no longer comes up in chats. Restore it to bring it back.",
+            archived=(
+                "Forgotten: its retention fell too low, so it left the live memories. It can still come up"
+                " when a chat needs it (behind fresher memories; unless the cold tier is off), and a recall"
+                " revives it. Restore brings it back now."
+            ),
+            hidden="Hidden by you: it never comes up in chats until you restore it.",
             off="Forgetting is off in this store, so it keeps full strength.",
             never_fades="Summaries of who you are never fade; they are rewritten from your chats.",
             recalled="Recalled on {n} day(s), last on {date}.",
@@ -183,7 +188,8 @@ MEMORY_UI: dict[str, MemoryTabTexts] = {
         pick_first="请先在表格中点击一条记忆。",
         gone="这条记忆已不存在（可能在其他标签页中被删除），表格已刷新。",
         reasons=ReasonTexts(
-            archived="已遗忘：它的保持率太低，不再出现在聊天中。点击“恢复”可以找回。",
+            archived="已遗忘：它的保持率太低，已离开活跃记忆。聊天需要时它仍可能被想起（排在较新的记忆之后；关闭冷存储层则不会），被想起后就会恢复。点击“恢复”可立即找回。",
+            hidden="已被你隐藏：在你恢复它之前，它不会出现在聊天中。",
             off="本记忆库未开启遗忘，它保持完整强度。",
             never_fades="关于你的总结不会淡忘，它们会根据你的聊天重写。",
             recalled="在 {n} 天里被回忆过，最近一次是 {date}。",

@@ -130,7 +130,7 @@ def test_edit_add_delete_undo_and_restore(forgetting_bank) -> None:  # type: ign
     assert [r[6] for r in rows(out)] == ["hidden"]
     assert "hidden" in click_row(app, "Ann", 0, ANN)[1]
     detail = click_row(app, "Ann", 0, ANN)
-    assert detail[3]["visible"] is True and "Restore it" in detail[1]
+    assert detail[3]["visible"] is True and "Hidden by you" in detail[1]
     app.memory_tab.handlers()["restore"]("Ann", "", "", "all", "forgotten", "", "", 1, ANN)
     assert not forgetting_bank.history("Ann", date="2023-04-28")[0].archived
 

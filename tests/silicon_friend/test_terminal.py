@@ -105,6 +105,11 @@ def test_why_lists_the_memories_the_last_reply_used(engine) -> None:  # type: ig
     assert "memory updated: that turn was stored; 1 recalled memories strengthened" in after
 
 
+def test_why_after_a_reply_that_recalled_nothing_does_not_count_zero_memories(engine) -> None:  # type: ignore[no-untyped-def]
+    text = drive(engine, ["Hello there", "/why"])
+    assert "(memory updated: that turn was stored)" in text and "strengthened" not in text
+
+
 def test_temporary_pauses_memory_until_typed_again(engine, echo) -> None:  # type: ignore[no-untyped-def]
     engine.bank.add_turn("Emily", "I adopted a cat named Miso.", "Lovely!", at="2023-04-28T10:00")
     text = drive(engine, ["/temporary", "my cat Miso?", "/temporary", "stored now"])
