@@ -606,14 +606,17 @@ class MemoryBank:
         if any(m.kind in RETRIEVABLE_KINDS and m.text.strip() for m in memories):
             self._writing_encoder()
         rec = self.user(user, create=True)
-        out: list[Memory] = []
-        for m in memories:
-            m = dataclasses.replace(m, user=rec.name, rowid=None, extra=dict(m.extra))
-            vector = None
-            if m.kind in RETRIEVABLE_KINDS and m.text.strip():
-                vector = self._embed([index_text(m.text, m.context)], write=True)[0]
-            out.append(self.storage.upsert_memory(rec.id, m, vector, self.encoder_name))
-        return out
+        copies = [dataclasses.replace(m, user=rec.name, rowid=None, extra=dict(m.extra)) for m in memories]
+        embedded = [i for i, m in enumerate(copies) if m.kind in RETRIEVABLE_KINDS and m.text.strip()]
+        vectors: list[np.ndarray | None] = [None] * len(copies)
+        if embedded:  # one encoder call for all of them
+            batch = self._embed([index_text(copies[i].text, copies[i].context) for i in embedded], write=True)
+            for i, vector in zip(embedded, batch, strict=True):
+                vectors[i] = vector
+        return [
+            self.storage.upsert_memory(rec.id, m, v, self.encoder_name)
+            for m, v in zip(copies, vectors, strict=True)
+        ]
 
     def _unlink_context(self, rec: UserRecord, target: Memory) -> None:
         """The turn after ``target`` is indexed with ``target``'s reply as context; give it the
