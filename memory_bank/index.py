@@ -43,9 +43,6 @@ _K1, _B = 1.2, 0.75
 EXACT_SEARCH_LIMIT = 8_192
 #: Codes re-scored exactly per query in approximate mode (at least 8x the candidates asked for).
 RESCORE = 1024
-# Rows per exact re-scoring product: larger matrix-vector products go multi-threaded in BLAS,
-# which costs 10-30x on a two-core machine whose cores are busy.
-_DOT_ROWS = 1024
 
 
 @contextlib.contextmanager
@@ -266,10 +263,10 @@ class LexicalIndex:
             idf = math.log(1.0 + (n - len(pos) + 0.5) / (len(pos) + 0.5))
             part = tf * (qtf * idf)
             part *= _K1 + 1
-            denom = norms[pos]
+            denom = norms.take(pos)
             denom += tf
             part /= denom
-            acc[pos] += part
+            np.add.at(acc, pos, part)  # positions are distinct within a token: one add each
         return acc
 
     def scores(self, query_tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -298,6 +295,7 @@ class Partition:
         self._center: np.ndarray | None = None
         self._by_day: dict[str, list[int]] = {}
         self._years: set[int] = set()
+        self._years_desc: tuple[int, ...] | None = None  # sorted _years, until the next add
         self._by_day_turn: dict[tuple[str, int], int] = {}
         # Every position holding a (day, turn), and each position's neighbours, kept equal to
         # looking the neighbours up in _by_day_turn at query time (duplicates included).
@@ -369,6 +367,7 @@ class Partition:
             self._index_days_bulk(batch)
         else:
             self._index_days(batch, start)
+        self._years_desc = None
         self.max_rowid = max(self.max_rowid, int(batch.rowids.max()))
         if self._codes is not None:
             self._codes.add(self._encode_codes(vectors))
@@ -501,7 +500,9 @@ class Partition:
     # -- dates --------------------------------------------------------------------------------
     def years(self) -> tuple[int, ...]:
         """The years this partition's memories fall in, latest first."""
-        return tuple(sorted(self._years, reverse=True))
+        if self._years_desc is None:
+            self._years_desc = tuple(sorted(self._years, reverse=True))
+        return self._years_desc
 
     def positions_on(self, days: Iterable[str]) -> np.ndarray:
         """Positions (ascending) of the memories dated on any of ``days`` (``YYYY-MM-DD``)."""
@@ -542,14 +543,26 @@ class Partition:
         return self._xb()[positions]
 
     def dot(self, positions: np.ndarray, query: np.ndarray) -> np.ndarray:
-        """Inner products of the vectors at ``positions`` with ``query`` (float32)."""
-        xb = self._xb()
-        q = np.asarray(query, dtype=np.float32).reshape(-1)
-        if len(positions) <= _DOT_ROWS:
-            return xb[positions] @ q
-        return np.concatenate(
-            [xb[positions[s : s + _DOT_ROWS]] @ q for s in range(0, len(positions), _DOT_ROWS)]
-        )
+        """Inner products of the vectors at ``positions`` with ``query`` (float32).
+
+        FAISS reads each vector where it lies (no gathered copy, on the calling thread only), and
+        each product is one ``fvec_inner_product``: the same number whichever other positions
+        are asked with it, so the dense search and the dense term agree bit for bit."""
+        ids = np.ascontiguousarray(positions, dtype=np.int64)
+        q = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
+        out = np.empty(len(ids), dtype=np.float32)
+        if len(ids):
+            with _one_thread():
+                faiss.fvec_inner_products_by_idx(  # type: ignore[attr-defined]
+                    faiss.swig_ptr(out),
+                    faiss.swig_ptr(q),
+                    self.index.get_xb(),
+                    faiss.swig_ptr(ids),
+                    self.dim,
+                    1,
+                    len(ids),
+                )
+        return out
 
     def dense_top(self, query: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         k = min(k, len(self))
@@ -564,8 +577,8 @@ class Partition:
         r = min(len(self), max(RESCORE, 8 * k))
         with _one_thread():
             _, cand = self._codes.search(self._encode_codes(q), r)
-        cand = cand[0][cand[0] >= 0].astype(np.int64)
-        exact = self.dot(cand, q)
+            cand = cand[0][cand[0] >= 0].astype(np.int64)
+            exact = self.dot(cand, q)
         top = stable_top(exact, k)
         return cand[top], exact[top]
 
@@ -578,6 +591,10 @@ class Partition:
         """:meth:`neighbours` of many positions at once, as arrays with -1 for "none"."""
         pairs = self._nbrs[positions]
         return pairs[:, 0], pairs[:, 1]
+
+    def neighbour_pairs(self, positions: np.ndarray) -> np.ndarray:
+        """:meth:`neighbour_positions` as one ``(len(positions), 2)`` array (previous, next)."""
+        return self._nbrs[positions]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -354,6 +354,27 @@ _RELATIVE = {
 _RELATIVE_RE = re.compile(r"day before yesterday|yesterday|today|大前天|前天|昨天|今天", re.I)
 
 
+# The letters other than A-Z that re.I matches to ASCII ones (İ, ı, ſ, K).
+_FOLDS_TO_ASCII = frozenset("\u0130\u0131\u017f\u212a")
+
+
+def _month(name: str) -> int:
+    """The number of a month name the patterns matched (re.I also matches "Auguſt", "Aprİl")."""
+    return MONTHS[name.casefold().replace("\u0131", "i").replace("i\u0307", "i")]
+
+
+def _may_name_a_relative_day(text: str) -> bool:
+    """False only when ``_RELATIVE_RE`` cannot match (a substring test, ten times cheaper)."""
+    if "天" in text or not _FOLDS_TO_ASCII.isdisjoint(text):
+        return True
+    low = text.lower()
+    return "today" in low or "yesterday" in low
+
+
+#: What every calendar-date pattern needs (the same digits as their ``\d``): most queries have none.
+_ANY_DIGIT = re.compile(r"\d")
+
+
 def dates_in(text: str, *, now: dt.date | None = None, years: tuple[int, ...] = ()) -> list[dt.date]:
     """Calendar days named in ``text``: "May 4th", "4 May 2023", "2023-05-04", "5月4日", "昨天".
 
@@ -369,21 +390,33 @@ def dates_in(text: str, *, now: dt.date | None = None, years: tuple[int, ...] = 
             with contextlib.suppress(ValueError):
                 found.append(dt.date(y, month, day))
 
-    for m in _ISO.finditer(text):
+    patterns = _ANY_DIGIT.search(text) is not None
+    for m in _ISO.finditer(text) if patterns else ():
         add(int(m.group(1)), int(m.group(2)), int(m.group(3)))
-    for m in _EN_MONTH_DAY.finditer(text):
-        add(int(m.group(3)) if m.group(3) else None, MONTHS[m.group(1).lower()], int(m.group(2)))
-    for m in _EN_DAY_MONTH.finditer(text):
-        add(int(m.group(3)) if m.group(3) else None, MONTHS[m.group(2).lower()], int(m.group(1)))
-    for m in _ZH_DATE.finditer(text):
+    for m in _EN_MONTH_DAY.finditer(text) if patterns else ():
+        add(int(m.group(3)) if m.group(3) else None, _month(m.group(1)), int(m.group(2)))
+    for m in _EN_DAY_MONTH.finditer(text) if patterns else ():
+        add(int(m.group(3)) if m.group(3) else None, _month(m.group(2)), int(m.group(1)))
+    for m in _ZH_DATE.finditer(text) if patterns else ():
         add(int(m.group(1)) if m.group(1) else None, int(m.group(2)), int(m.group(3)))
-    if now is not None:
+    if now is not None and _may_name_a_relative_day(text):
         for m in _RELATIVE_RE.finditer(text):
             found.append(now - dt.timedelta(days=_RELATIVE[m.group(0).lower()]))
     return list(dict.fromkeys(found))
 
 
 _FULL_MONTHS = "|".join(names[0] for names in _MONTH_NAMES)
+
+
+def _may_name_a_month(text: str) -> bool:
+    """False only when no pattern of :func:`months_in` can match: each needs a full month name
+    or 月, and most queries have neither (a substring test is ten times cheaper than the patterns)."""
+    if "月" in text or not _FOLDS_TO_ASCII.isdisjoint(text):
+        return True
+    low = text.lower()
+    return any(names[0] in low for names in _MONTH_NAMES)
+
+
 _EN_IN_MONTH = re.compile(
     rf"\b(?:in|during|of|since|by|early|late|mid|end of)\s+({_FULL_MONTHS})\b(?:,?\s*(\d{{4}}))?", re.I
 )
@@ -398,10 +431,12 @@ def months_in(text: str, *, years: tuple[int, ...] = ()) -> set[str]:
     not May). A month without a year is resolved against ``years`` (the years the memories span).
     """
     found: set[tuple[int | None, int]] = set()
+    if not _may_name_a_month(text):
+        return set()
     for m in _EN_IN_MONTH.finditer(text):
-        found.add((int(m.group(2)) if m.group(2) else None, MONTHS[m.group(1).lower()]))
+        found.add((int(m.group(2)) if m.group(2) else None, _month(m.group(1))))
     for m in _EN_MONTH_YEAR.finditer(text):
-        found.add((int(m.group(2)), MONTHS[m.group(1).lower()]))
+        found.add((int(m.group(2)), _month(m.group(1))))
     for m in _ZH_MONTH.finditer(text):
         if 1 <= int(m.group(2)) <= 12:
             found.add((int(m.group(1)) if m.group(1) else None, int(m.group(2))))

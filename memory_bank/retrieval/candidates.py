@@ -22,6 +22,18 @@ from memory_bank.retrieval.query import Context, once
 Source = Callable[[Context, int], np.ndarray]
 
 
+def sorted_unique(positions: np.ndarray) -> np.ndarray:
+    """``np.unique(positions)`` for the few hundred positions of a search, a third of the cost
+    (``np.unique`` goes through a hash table and ``np.union1d`` through two uniques)."""
+    out = np.sort(positions)
+    if len(out) < 2:
+        return out
+    keep = np.empty(len(out), dtype=bool)
+    keep[0] = True
+    np.not_equal(out[1:], out[:-1], out=keep[1:])
+    return out[keep]
+
+
 def dense_top(ctx: Context, size: int) -> np.ndarray:
     """The ``size`` memories nearest to the query vector."""
     return ctx.part.dense_top(ctx.query.vector, size)[0]
@@ -76,16 +88,19 @@ class CandidateStep:
         """The candidates of a search for ``k`` memories, ``None`` when there are none."""
         pool = max(self.size, k)
         found = [source(ctx, pool) for source in self.sources]
-        ranked = ctx.of_allowed_kinds(np.unique(np.concatenate(found)))
+        ranked = ctx.of_allowed_kinds(sorted_unique(np.concatenate(found)))
         if not len(ranked):
             return None
         part = ctx.part
         if self.neighbours:
-            prev, nxt = part.neighbour_positions(ranked)
-            around = ctx.of_allowed_kinds(np.concatenate([prev[prev >= 0], nxt[nxt >= 0]]))
-            ranked = np.union1d(ranked, around)
-            prev, nxt = part.neighbour_positions(ranked)
+            pairs = part.neighbour_pairs(ranked).ravel()
+            around = ctx.of_allowed_kinds(pairs[pairs >= 0])
+            ranked = sorted_unique(np.concatenate([ranked, around]))
+            pairs = part.neighbour_pairs(ranked)
+            prev, nxt = pairs[:, 0], pairs[:, 1]
+            flat = pairs.ravel()
+            scored = sorted_unique(np.concatenate([ranked, flat[flat >= 0]]))
         else:
             prev = nxt = np.full(len(ranked), -1, dtype=np.int64)
-        scored = np.unique(np.concatenate([ranked, prev[prev >= 0], nxt[nxt >= 0]]))
+            scored = ranked
         return Candidates(ranked, scored, prev, nxt)

@@ -76,15 +76,24 @@ class NeighbourLift:
 
 
 def day_evidence(part: Partition, positions: np.ndarray, scores: np.ndarray, top: int) -> np.ndarray:
-    """For each position, the mean of the ``top`` best ``scores`` among ``positions`` on its day."""
-    _, day = np.unique(part.day_ids(positions), return_inverse=True)
-    order = np.lexsort((-scores, day))  # by day, best first within a day
-    grouped = day[order]
-    starts = np.flatnonzero(np.r_[True, grouped[1:] != grouped[:-1]])
-    rank_in_day = np.arange(len(order)) - np.repeat(starts, np.diff(np.r_[starts, len(order)]))
-    best = rank_in_day < top
-    sums = np.bincount(grouped[best], weights=scores[order][best])
-    return (sums / np.bincount(grouped[best]))[day]
+    """For each position, the mean of the ``top`` best ``scores`` among ``positions`` on its day.
+
+    One sort by (day, best score first): a day is a run of it, and the run's first ``top``
+    scores are summed in that order (so the sums are those of adding them best first)."""
+    n = len(positions)
+    order = np.lexsort((-scores, part.day_ids(positions)))
+    grouped = part.day_ids(positions[order])
+    new_run = np.empty(n, dtype=bool)
+    new_run[:1] = True
+    np.not_equal(grouped[1:], grouped[:-1], out=new_run[1:])
+    run = np.cumsum(new_run) - 1  # the run (day) of each sorted position
+    starts = np.flatnonzero(new_run)
+    best = np.arange(n) - starts[run] < top
+    sums = np.bincount(run[best], weights=scores[order][best])
+    means = sums / np.bincount(run[best])
+    out = np.empty(n, dtype=np.float64)
+    out[order] = means[run]
+    return out
 
 
 def default_stages(cfg: RetrievalConfig) -> list[Stage]:

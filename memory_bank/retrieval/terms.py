@@ -56,7 +56,7 @@ class Dense:
     name: str = "dense"
 
     def score(self, ctx: Context, positions: np.ndarray) -> np.ndarray:
-        return ctx.part.vectors_at(positions) @ ctx.query.vector
+        return ctx.part.dot(positions, ctx.query.vector)
 
 
 @dataclasses.dataclass(frozen=True)

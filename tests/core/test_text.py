@@ -63,3 +63,29 @@ def test_stop_words_leave_the_content_of_a_question() -> None:
     assert not {"什么", "记得", "我们"} & set(zh)
     en = tokenize("What is the name of the novel I read in the library?")
     assert en == ["name", "novel", "read", "library"]
+
+
+@pytest.mark.parametrize(
+    "text, days, months",
+    [
+        ("What did I eat yesterday?", ["2023-06-20"], []),
+        ("and TODAY, or the Day Before Yesterday", ["2023-06-21", "2023-06-19"], []),
+        ("我们前天和昨天去了哪里？", ["2023-06-19", "2023-06-20"], []),
+        ("5月4日和2023年6月", ["2023-05-04"], ["2023-06"]),
+        ("the concert in JULY", [], ["2023-07"]),
+        ("Auguſt 3rd, in Aprİl", ["2023-08-03"], ["2023-04"]),  # re.I matches ſ to s, İ to i
+        ("on ２０２３-０５-０４", ["2023-05-04"], []),  # full-width digits are digits too
+        ("What did Caroline say about the adoption agency?", [], []),
+        ("I may go", [], []),
+    ],
+)
+def test_named_days_and_months_survive_the_quick_tests(text: str, days: list[str], months: list[str]) -> None:
+    """dates_in and months_in skip their patterns when a text has no digit, relative-day word,
+    month name or 月; what they find is what the patterns find."""
+    import datetime as dt
+
+    from memory_bank.text import dates_in, months_in
+
+    now = dt.date(2023, 6, 21)
+    assert sorted(d.isoformat() for d in dates_in(text, now=now, years=(2023,))) == sorted(days)
+    assert sorted(months_in(text, years=(2023,))) == months
