@@ -22,12 +22,11 @@ per-user partitions; here the SQLite store is the docstore and the index is a re
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import math
 import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import faiss
 import numpy as np
@@ -45,17 +44,22 @@ EXACT_SEARCH_LIMIT = 8_192
 RESCORE = 1024
 
 
-@contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
+class _one_thread:  # a context manager used like a function: ``with _one_thread():``
     """Run a FAISS call on the calling thread only. One query is too little work to share:
     waking OpenMP threads costs more than it saves, and 4-10x more when the cores are busy.
-    (``omp_set_num_threads`` sets a per-thread value, so other threads are not affected.)"""
-    previous = faiss.omp_get_max_threads()
-    faiss.omp_set_num_threads(1)
-    try:
-        yield
-    finally:
-        faiss.omp_set_num_threads(previous)
+    (``omp_set_num_threads`` sets a per-thread value, so other threads are not affected.)
+    A class rather than a generator: a search enters it three times."""
+
+    __slots__ = ("previous",)
+
+    def __enter__(self) -> None:
+        self.previous = faiss.omp_get_max_threads()
+        if self.previous != 1:
+            faiss.omp_set_num_threads(1)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous != 1:
+            faiss.omp_set_num_threads(self.previous)
 
 
 def stable_top(scores: np.ndarray, k: int) -> np.ndarray:

@@ -112,6 +112,9 @@ def main() -> None:
             "search_core_ms_p50": statistics.median(
                 r["search_core_ms_p50"] for rs in runs.values() for r in rs
             ),
+            "search_core_cpu_ms_p50": statistics.median(
+                r["search_core_cpu_ms_p50"] for rs in runs.values() for r in rs
+            ),
             "load": [round(r["load"], 2) for rs in runs.values() for r in rs],
         }
         print(json.dumps(row), flush=True)
