@@ -24,7 +24,7 @@ import numpy as np
 import memory_bank.forgetting as forgetting
 from memory_bank import encoder_identity as identity
 from memory_bank import salience
-from memory_bank.cold import ColdTier, merge_batches
+from memory_bank.cold import ColdTier
 from memory_bank.config import MemoryBankConfig, load_config
 from memory_bank.embeddings import Encoder, canonical_name, get_encoder
 from memory_bank.errors import (
@@ -143,7 +143,8 @@ class MemoryBank:
             state=self._user_state,
             dim=lambda: self.encoder.dim,
             max_users=self.config.max_cached_users,
-            snapshots=SnapshotStore(self._load_snapshot, self._save_snapshot),
+            snapshots=SnapshotStore(self._load_snapshot, self._save_snapshot, self._seal_vectors),
+            tiers_kept=self._both_tiers,
         )
         self._forget_lock = threading.Lock()
         #: Forgotten memories, consulted when the live ones match poorly (``forgetting.cold_tier``).
@@ -329,8 +330,8 @@ class MemoryBank:
         logger.info("deleted user %r (%d memories)", rec.name, n)
         return n
 
-    def _user_state(self, user_id: int) -> tuple[int, int]:
-        return self.storage.user_state(user_id)
+    def _user_state(self, user_id: int) -> tuple[int, int, int]:
+        return self.storage.user_counters(user_id)
 
     def _load_vectors(
         self, user_id: int, after_rowid: int, upto_rowid: int | None, texts: bool
@@ -338,21 +339,15 @@ class MemoryBank:
         """The vectors of a user's partition: the live memories, and the forgotten ones too when
         the cold tier is ranked with them on every search (then the one partition holds both
         tiers, with its persisted lexical index, and forgetting costs no second index)."""
-        live = self.storage.vectors(
-            user_id, self.encoder_name, RETRIEVABLE_KINDS, after_rowid, upto_rowid=upto_rowid, texts=texts
-        )
-        if not self._both_tiers():
-            return live
-        cold = self.storage.vectors(
+        return self.storage.vectors(
             user_id,
             self.encoder_name,
             RETRIEVABLE_KINDS,
             after_rowid,
-            archived=True,
+            archived=None if self._both_tiers() else False,
             upto_rowid=upto_rowid,
             texts=texts,
         )
-        return merge_batches(live, cold)
 
     def _both_tiers(self) -> bool:
         """Whether every search ranks live and forgotten memories as one set (the default)."""
@@ -368,6 +363,15 @@ class MemoryBank:
         except ValueError as e:  # a damaged cache is rebuilt, never trusted
             logger.warning("ignoring the stored lexical index of user id %d: %s", user_id, e)
             return None
+
+    def _seal_vectors(self, user_id: int, epoch: int) -> None:
+        """Store the user's vectors in blocks, so the next restart reads them in a few rows
+        (best effort, like the lexical snapshot: a read-only store reads rows again)."""
+        try:
+            n = self.storage.seal_vector_blocks(user_id, self.encoder_name, epoch)
+            logger.debug("sealed %d vectors of user id %d into blocks", n, user_id)
+        except MemoryBankError as e:
+            logger.info("could not store the vector blocks of user id %d: %s", user_id, e)
 
     def _save_snapshot(self, user_id: int, epoch: int, snap: LexicalSnapshot) -> None:
         """Persist a partition's lexical index (best effort: a read-only store just rebuilds)."""
@@ -925,9 +929,9 @@ class MemoryBank:
 
         if part is not None:
             return self.cold.live_rowids(
-                rec.id, (part.version, part.epoch), today.isoformat(), compute, added
+                rec.id, (part.version, part.epoch, part.tiers), today.isoformat(), compute, added
             )
-        return self.cold.live_rowids(rec.id, self.storage.user_state(rec.id), today.isoformat(), compute)
+        return self.cold.live_rowids(rec.id, self.storage.user_counters(rec.id), today.isoformat(), compute)
 
     def _drop_mask(
         self,

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
@@ -38,33 +37,6 @@ from memory_bank.index import Partition, PartitionCache
 from memory_bank.records import RETRIEVABLE_KINDS
 from memory_bank.retrieval import ColdPenalty, Pipeline, Query
 from memory_bank.stores import Storage, VectorBatch
-
-
-def merge_batches(a: VectorBatch, b: VectorBatch) -> VectorBatch:
-    """The memories of two batches in one, in rowid order (a partition's order)."""
-    if not len(a.rowids):
-        return b
-    if not len(b.rowids):
-        return a
-    rowids = np.concatenate([a.rowids, b.rowids])
-    order = np.argsort(rowids, kind="stable")
-
-    def pick(x: list[Any] | None, y: list[Any] | None, n: int, m: int) -> list[Any]:
-        both = (x or [None] * n) + (y or [None] * m)
-        return [both[i] for i in order]
-
-    n, m = len(a.rowids), len(b.rowids)
-    texts = pick(a.texts, b.texts, n, m) if a.texts or b.texts else []  # [] when read without texts
-    return VectorBatch(
-        rowids[order],
-        np.concatenate([a.vectors, b.vectors])[order],
-        texts,
-        pick(a.kinds, b.kinds, n, m),
-        pick(a.dates, b.dates, n, m),
-        pick(a.turns, b.turns, n, m),
-        pick(a.queries, b.queries, n, m) if a.queries is not None or b.queries is not None else None,
-        pick(a.responses, b.responses, n, m) if a.responses is not None or b.responses is not None else None,
-    )
 
 
 class ColdTier:
@@ -77,13 +49,17 @@ class ColdTier:
         self._storage = storage
         self._encoder_name = encoder_name
         self._cache = PartitionCache(
-            loader=self._load, state=storage.user_state, dim=dim, max_users=max_users
+            loader=self._load, state=storage.user_counters, dim=dim, max_users=max_users
         )
         self._all = PartitionCache(
-            loader=self._load_all, state=storage.user_state, dim=dim, max_users=max_users
+            loader=self._load_all,
+            state=storage.user_counters,
+            dim=dim,
+            max_users=max_users,
+            tiers_kept=lambda: True,
         )
-        #: user -> (version, epoch, day, max rowid examined, live rowids)
-        self._live: dict[int, tuple[int, int, str, int, np.ndarray]] = {}
+        #: user -> ((version, epoch, tiers), day, max rowid examined, live rowids)
+        self._live: dict[int, tuple[tuple[int, int, int], str, int, np.ndarray]] = {}
         self._max_users = max_users
         #: Searches that consulted the cold tier, and those that found something there.
         self.consulted = 0
@@ -105,38 +81,44 @@ class ColdTier:
     def _load_all(
         self, user_id: int, after_rowid: int, upto_rowid: int | None = None, texts: bool = True
     ) -> VectorBatch:
-        live = self._storage.vectors(
-            user_id, self._encoder_name(), RETRIEVABLE_KINDS, after_rowid, upto_rowid=upto_rowid
+        return self._storage.vectors(
+            user_id,
+            self._encoder_name(),
+            RETRIEVABLE_KINDS,
+            after_rowid,
+            archived=None,
+            upto_rowid=upto_rowid,
         )
-        return merge_batches(live, self._load(user_id, after_rowid, upto_rowid))
 
     def live_rowids(
         self,
         user_id: int,
-        state: tuple[int, int],
+        state: tuple[int, int, int],
         day: str,
         compute: Callable[[], tuple[np.ndarray, int]],
         added: Callable[[int], tuple[np.ndarray, int]] | None = None,
     ) -> np.ndarray:
         """The rowids (ascending) of the user's memories live on ``day`` at store ``state``
-        (version, epoch): what a joint ranking needs to tell the tiers apart. ``compute()``
-        finds them all and the highest rowid it examined; when only memories were added since
-        (same epoch and day), ``added(after_rowid)`` finds the live ones among those after
-        ``after_rowid``, so a search after each new turn costs the new turns, not the history."""
-        version, epoch = state
+        (version, epoch, tiers): what a joint ranking needs to tell the tiers apart.
+        ``compute()`` finds them all and the highest rowid it examined; when only memories were
+        added since (same epoch, tiers and day), ``added(after_rowid)`` finds the live ones among
+        those after ``after_rowid``, so a search after each new turn costs the new turns, not
+        the history. A tier move (revive, forget) recomputes this set only: the partition
+        holding both tiers stays as it is."""
+        version, epoch, tiers = state
         hit = self._live.get(user_id)
-        if hit is not None and hit[1] == epoch and hit[2] == day:
-            if hit[0] == version:
-                return hit[4]
+        if hit is not None and hit[0][1:] == (epoch, tiers) and hit[1] == day:
+            if hit[0][0] == version:
+                return hit[3]
             if added is not None:
-                new, top = added(hit[3])
-                rowids = np.union1d(hit[4], new) if len(new) else hit[4]
-                self._live[user_id] = (version, epoch, day, max(top, hit[3]), rowids)
+                new, top = added(hit[2])
+                rowids = np.union1d(hit[3], new) if len(new) else hit[3]
+                self._live[user_id] = (state, day, max(top, hit[2]), rowids)
                 return rowids
         rowids, top = compute()
         if user_id not in self._live and len(self._live) >= self._max_users:
             self._live.pop(next(iter(self._live)))
-        self._live[user_id] = (version, epoch, day, top, rowids)
+        self._live[user_id] = (state, day, top, rowids)
         return rowids
 
     def search(

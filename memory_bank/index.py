@@ -34,6 +34,7 @@ import numpy as np
 from memory_bank.lexical_snapshot import LexicalSnapshot
 from memory_bank.stores import VectorBatch
 from memory_bank.text import is_question, tokenize
+from memory_bank.vector_blocks import SEAL_MIN
 
 # BM25 parameters (Robertson & Zaragoza's usual values).
 _K1, _B = 1.2, 0.75
@@ -293,6 +294,8 @@ class Partition:
         self.lexical = LexicalIndex()
         self.epoch = epoch
         self.version = -1
+        #: The user's tier counter when this partition was last brought up to date.
+        self.tiers = -1
         self.max_rowid = 0
         self.exact_limit = EXACT_SEARCH_LIMIT
         self._codes: faiss.IndexBinaryFlat | None = None
@@ -304,6 +307,11 @@ class Partition:
         # Every position holding a (day, turn), and each position's neighbours, kept equal to
         # looking the neighbours up in _by_day_turn at query time (duplicates included).
         self._holders: dict[tuple[str, int], list[int]] = {}
+        # (day ids, turns, last positions, repeated keys, their positions) of a bulk load whose
+        # dictionaries are not built yet (see _turn_keys).
+        self._pending_keys: (
+            tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, int]], list[list[int]]] | None
+        ) = None
         self._nbrs = np.zeros((0, 2), dtype=np.int64)  # previous, next turn position; -1: none
         self._day_ids = np.zeros(0, dtype=np.int32)  # per position: its day, numbered as first seen
         self._day_number: dict[str, int] = {}
@@ -378,11 +386,39 @@ class Partition:
         elif len(self) > self.exact_limit:
             self._build_codes()
 
+    def _turn_keys(self) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], list[int]]]:
+        """The last position holding each (day, turn), and every position of the (day, turn)s
+        held more than once: built on the first append after a bulk load, which leaves them
+        as arrays (a restart should not pay for dictionaries only appends use)."""
+        pending = self._pending_keys
+        if pending is not None:
+            self._pending_keys = None
+            days, turns, last, dup_keys, dup_positions = pending
+            names = list(self._day_number)
+            self._by_day_turn = dict(
+                zip(
+                    zip([names[d] for d in days.tolist()], turns.tolist(), strict=True),
+                    last.tolist(),
+                    strict=True,
+                )
+            )
+            self._holders = {(names[d], t): ps for (d, t), ps in zip(dup_keys, dup_positions, strict=True)}
+        return self._by_day_turn, self._holders
+
     def _index_days(self, batch: VectorBatch, start: int) -> None:
         """Days, turn numbers and neighbours of the memories appended at ``start``, one by one."""
-        by_day, by_day_turn = self._by_day, self._by_day_turn
+        by_day = self._by_day
+        by_day_turn, holders = self._turn_keys()
         nbrs = self._nbrs
         day_ids, day_number = self._day_ids, self._day_number
+
+        def holding(key: tuple[str, int]) -> list[int]:
+            many = holders.get(key)
+            if many is not None:
+                return many
+            one = by_day_turn.get(key)
+            return [] if one is None else [one]
+
         for i, (kind, day, turn) in enumerate(zip(batch.kinds, batch.dates, batch.turns, strict=True)):
             pos = start + i
             positions = by_day.get(day)
@@ -396,18 +432,23 @@ class Partition:
             nbrs[pos] = -1
             if kind == "turn" and turn is not None:
                 t = int(turn)
-                by_day_turn[(day, t)] = pos
+                key = (day, t)
                 nbrs[pos] = by_day_turn.get((day, t - 1), -1), by_day_turn.get((day, t + 1), -1)
-                for q in self._holders.get((day, t + 1), ()):
+                for q in holding((day, t + 1)):
                     nbrs[q, 0] = pos
-                for q in self._holders.get((day, t - 1), ()):
+                for q in holding((day, t - 1)):
                     nbrs[q, 1] = pos
-                self._holders.setdefault((day, t), []).append(pos)
+                before = holding(key)
+                if before:
+                    holders[key] = [*before, pos]
+                by_day_turn[key] = pos
 
     def _index_days_bulk(self, batch: VectorBatch) -> None:
-        """:meth:`_index_days` for a partition's first batch, the same result in bulk: a
-        position's neighbour is the last position holding the turn before (after) it on its
-        day, whichever came first, which is what the one-by-one updates leave behind."""
+        """:meth:`_index_days` for a partition's first batch, the same result in array
+        operations: a position's neighbour is the last position holding the turn before (after)
+        it on its day, which is what the one-by-one updates leave behind. Sorted by (day, turn,
+        position), the (day, turn) just before a turn's group is its day's previous turn, if
+        any turn of that day has that number."""
         dates = batch.dates
         self._day_number = day_number = {d: i for i, d in enumerate(dict.fromkeys(dates))}
         n = len(dates)
@@ -419,21 +460,34 @@ class Partition:
             day: group.tolist() for day, group in zip(day_number, np.split(order, bounds), strict=True)
         }
         self._years = {int(d[:4]) for d in day_number}
-        keyed = [
-            (pos, (day, int(turn)))
-            for pos, (kind, day, turn) in enumerate(zip(batch.kinds, dates, batch.turns, strict=True))
-            if kind == "turn" and turn is not None
-        ]
-        self._by_day_turn = last = {key: pos for pos, key in keyed}
-        holders: dict[tuple[str, int], list[int]] = {}
-        for pos, key in keyed:
-            holders.setdefault(key, []).append(pos)
-        self._holders = holders
         self._nbrs[:n] = -1
-        if keyed:
-            at = [pos for pos, _ in keyed]
-            self._nbrs[at, 0] = [last.get((day, t - 1), -1) for _, (day, t) in keyed]
-            self._nbrs[at, 1] = [last.get((day, t + 1), -1) for _, (day, t) in keyed]
+        self._by_day_turn, self._holders = {}, {}
+        turns_all = np.asarray(batch.turns, dtype=object)
+        at = np.flatnonzero((np.asarray(batch.kinds, dtype=object) == "turn") & (turns_all != None))  # noqa: E711
+        if not len(at):
+            self._pending_keys = None
+            return
+        t = turns_all[at].astype(np.int64)
+        d = ids[at].astype(np.int64)
+        by = np.lexsort((at, t, d))  # by day, turn, then position
+        sd, st, sp = d[by], t[by], at[by]
+        starts = np.flatnonzero(np.r_[True, (sd[1:] != sd[:-1]) | (st[1:] != st[:-1])])
+        ends = np.r_[starts[1:], len(by)] - 1
+        gd, gt, last = sd[starts], st[starts], sp[ends]
+        has_prev = np.r_[False, (gd[1:] == gd[:-1]) & (gt[1:] - 1 == gt[:-1])]
+        prev = np.where(has_prev, np.r_[-1, last[:-1]], -1)
+        nxt = np.where(np.r_[has_prev[1:], False], np.r_[last[1:], -1], -1)
+        group = np.repeat(np.arange(len(starts)), ends - starts + 1)  # of each sorted element
+        self._nbrs[sp, 0] = prev[group]
+        self._nbrs[sp, 1] = nxt[group]
+        many = np.flatnonzero(ends > starts)
+        self._pending_keys = (
+            gd,
+            gt,
+            last,
+            [(int(gd[g]), int(gt[g])) for g in many.tolist()],
+            [sp[starts[g] : ends[g] + 1].tolist() for g in many.tolist()],
+        )
 
     def _add_user_tokens(self, batch: VectorBatch) -> None:
         queries = batch.queries or [None] * len(batch.rowids)
@@ -605,10 +659,13 @@ class Partition:
 class SnapshotStore:
     """Where a :class:`PartitionCache` keeps lexical snapshots: ``load(user_id)`` returns the
     stored one (``None`` if missing or made by another tokenizer or encoder) and
-    ``save(user_id, epoch, snapshot)`` stores one unless the user's epoch has moved on."""
+    ``save(user_id, epoch, snapshot)`` stores one unless the user's epoch has moved on;
+    ``seal(user_id, epoch)`` stores the user's vectors in blocks (see
+    :mod:`memory_bank.vector_blocks`), called when a load read many of them one row each."""
 
     load: Callable[[int], LexicalSnapshot | None]
     save: Callable[[int, int, LexicalSnapshot], None]
+    seal: Callable[[int, int], None] | None = None
 
 
 #: A partition load that tokenised at least this many memories (and a tenth of the partition)
@@ -621,7 +678,10 @@ class PartitionCache:
 
     ``loader(user_id, after_rowid, upto_rowid, texts)`` returns the stored vectors of rowids in
     ``(after_rowid, upto_rowid]`` (no upper bound when ``None``; without texts when ``texts``
-    is false); ``state(user_id)`` returns the user's current ``(version, epoch)``; with
+    is false); ``state(user_id)`` returns the user's current ``(version, epoch, tiers)``
+    (see :meth:`memory_bank.stores.base.Storage.user_counters`); ``tiers_kept()`` says whether
+    a partition holds both tiers, live and forgotten: then a tier move keeps it (the caller
+    tells the tiers apart), otherwise the partition is rebuilt as on a new epoch. With
     ``snapshots``, a partition built from scratch reads its lexical index from there and
     tokenises only the memories added since (see :mod:`memory_bank.lexical_snapshot`).
     """
@@ -629,13 +689,15 @@ class PartitionCache:
     def __init__(
         self,
         loader: Callable[[int, int, int | None, bool], VectorBatch],
-        state: Callable[[int], tuple[int, int]],
+        state: Callable[[int], tuple[int, int, int]],
         dim: Callable[[], int],
         max_users: int = 256,
         snapshots: SnapshotStore | None = None,
+        tiers_kept: Callable[[], bool] = lambda: False,
     ) -> None:
         self._loader = loader
         self._state = state
+        self._tiers_kept = tiers_kept
         self._dim = dim
         self.max_users = max_users
         self.snapshots = snapshots
@@ -644,12 +706,13 @@ class PartitionCache:
 
     def get(self, user_id: int) -> Partition:
         """The user's partition, loaded lazily and refreshed if the store changed."""
-        version, epoch = self._state(user_id)
+        version, epoch, tiers = self._state(user_id)
         with self._lock:
             part = self._parts.get(user_id)
             if part is not None:
                 self._parts.move_to_end(user_id)
-            if part is None or part.epoch != epoch:
+            moved = part is not None and part.tiers != tiers and not self._tiers_kept()
+            if part is None or part.epoch != epoch or moved:
                 part = Partition(self._dim(), epoch)
                 self._parts[user_id] = part
                 while len(self._parts) > self.max_users:
@@ -661,6 +724,7 @@ class PartitionCache:
                 else:
                     part.add(self._loader(user_id, part.max_rowid, None, True))
                 part.version = version
+            part.tiers = tiers
         return part
 
     def _build(self, user_id: int, part: Partition, snapshots: SnapshotStore) -> None:
@@ -672,10 +736,15 @@ class PartitionCache:
             fitted = snap.restricted(head.rowids)
             if fitted is not None and len(head.rowids):
                 part.add(head, snapshot=fitted)
+            read = head.from_rows
+        else:
+            read = 0
         rest = self._loader(user_id, part.max_rowid, None, True)
         part.add(rest)
         if len(rest.rowids) >= max(SNAPSHOT_MIN, len(part) // 10):
             snapshots.save(user_id, part.epoch, part.lexical_snapshot())
+        if snapshots.seal is not None and read + rest.from_rows >= SEAL_MIN:
+            snapshots.seal(user_id, part.epoch)
 
     def drop(self, user_id: int) -> None:
         with self._lock:

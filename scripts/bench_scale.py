@@ -42,6 +42,7 @@ def build(directory: Path, n: int) -> None:
     pool /= np.linalg.norm(pool, axis=1, keepdims=True)
     vecs = synth_vectors(pool, n)
     bank = MemoryBank.open(directory, encoder_instance=HashingEncoder(DIM))
+    bank._writing_encoder()  # the store records its encoder, as every store written by a bank does
     rec = bank.user("big", create=True)
     mems = turn_memories("big", turns)
     for s in range(0, n, 20_000):

@@ -28,7 +28,7 @@ from memory_bank.errors import StoreError
 from memory_bank.records import Memory, MemoryKind
 
 #: The version of the stored schema; every backend migrates older stores up to it.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: Key of a user's ``extra``: per day, the lowest turn number a new turn of that day may take
 #: (one more than the highest deleted one). Raised by the store in the transaction that deletes.
@@ -63,6 +63,8 @@ class VectorBatch:
     #: for summaries), when known.
     queries: list[str | None] | None = None
     responses: list[str | None] | None = None
+    #: How many of the vectors were read one row each (not from a vector block).
+    from_rows: int = 0
 
 
 @dataclasses.dataclass
@@ -102,6 +104,13 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def user_state(self, user_id: int) -> tuple[int, int]:
         """The user's ``(version, epoch)`` counters; raises UserNotFoundError if deleted."""
+
+    def user_counters(self, user_id: int) -> tuple[int, int, int]:
+        """``(version, epoch, tiers)``: :meth:`user_state` and the count of changes that only
+        moved memories between the live and the forgotten tier (a partition holding both tiers
+        keeps its index; only its live set changes). A backend without that count reports
+        tier moves as epochs."""
+        return (*self.user_state(user_id), 0)
 
     @abc.abstractmethod
     def set_user_extra(self, user_id: int, extra: dict[str, Any]) -> None: ...
@@ -253,14 +262,21 @@ class Storage(abc.ABC):
         kinds: Iterable[MemoryKind],
         after_rowid: int = 0,
         *,
-        archived: bool = False,
+        archived: bool | None = False,
         upto_rowid: int | None = None,
         texts: bool = True,
     ) -> VectorBatch:
         """The ``encoder``'s vectors of the user's unarchived memories of ``kinds`` after
         ``after_rowid`` (and up to ``upto_rowid``), in rowid order (``archived=True``: of the
-        forgotten ones, the cold tier). With ``texts=False`` the batch carries no texts, queries
-        or replies (a partition whose lexical index comes from a snapshot does not read them)."""
+        forgotten ones, the cold tier; ``None``: of both). Hidden memories never. With
+        ``texts=False`` the batch carries no texts, queries or replies (a partition whose
+        lexical index comes from a snapshot does not read them)."""
+
+    def seal_vector_blocks(self, user_id: int, encoder: str, epoch: int) -> int:
+        """Store the user's vectors of ``encoder`` that no block holds yet in blocks (see
+        :mod:`memory_bank.vector_blocks`), unless the user's ``epoch`` is no longer ``epoch``;
+        returns how many memories the new blocks hold. A backend without blocks stores none."""
+        return 0
 
     @abc.abstractmethod
     def missing_vectors(self, encoder: str, kinds: Iterable[MemoryKind]) -> list[tuple[int, str]]:

@@ -49,12 +49,25 @@ from memory_bank.errors import StoreError
 from memory_bank.records import Memory
 from memory_bank.stores._pg_pool import PostgresDatabase, describe_url, split_schema
 from memory_bank.stores.base import Backend
-from memory_bank.stores.sql import FIELDS, INSERT, LEXICAL_TABLE, Cursor, SQLStorage, memory_row, statements
+from memory_bank.stores.sql import (
+    FIELDS,
+    INSERT,
+    LEXICAL_TABLE,
+    MIGRATION_6,
+    SCHEMA_6_INDEXES,
+    Cursor,
+    SQLStorage,
+    memory_row,
+    statements,
+)
 
 if TYPE_CHECKING:
     import psycopg
 
 T = TypeVar("T")
+
+# Blocks of vectors do not compress: stored out of line as they are, never tried.
+_BLOCKS_STORAGE = "\nALTER TABLE vector_blocks ALTER COLUMN vectors SET STORAGE EXTERNAL;"
 
 # Migrations from version N to N+1: the PostgreSQL dialect of the SQLite store's, which must have
 # the same keys (a test checks). Applied in order in one transaction under an advisory lock, so
@@ -64,6 +77,8 @@ _MIGRATIONS: dict[int, str] = {
     2: "ALTER TABLE memories ADD COLUMN IF NOT EXISTS weight DOUBLE PRECISION NOT NULL DEFAULT 1",
     3: LEXICAL_TABLE.format(bigint="BIGINT", blob="BYTEA"),  # 3 -> 4: the persisted lexical index
     4: "ALTER TABLE memories ADD COLUMN IF NOT EXISTS hidden BOOLEAN NOT NULL DEFAULT FALSE",  # 4 -> 5
+    # 5 -> 6: vector blocks (memory_bank.vector_blocks), the tier counter, the tier indexes
+    5: MIGRATION_6.format(bigint="BIGINT", blob="BYTEA", blocks_storage=_BLOCKS_STORAGE),
 }
 
 _SCHEMA_LOCK = 0x4D42_5343  # pg_advisory_xact_lock key: "MBSC"
@@ -117,6 +132,8 @@ class PostgresStorage(SQLStorage):
         "rowid_index": "memories_by_user_rowid",
         "more_indexes": "\nCREATE UNIQUE INDEX IF NOT EXISTS memories_turn_position "
         "ON memories (user_id, date, turn) WHERE kind = 'turn';",
+        # after the embeddings table, which one of them indexes
+        "blocks_storage": _BLOCKS_STORAGE + SCHEMA_6_INDEXES,
     }
     LOCK_USER = "SELECT 1 FROM users WHERE id = ? FOR NO KEY UPDATE"
     # Two transactions creating one user name (two imports, an import and an add) would both

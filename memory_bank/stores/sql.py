@@ -23,6 +23,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
+from memory_bank import vector_blocks
 from memory_bank.errors import InvalidInputError, StoreError, UserNotFoundError
 from memory_bank.records import Memory, MemoryKind, index_text
 from memory_bank.stores.base import SCHEMA_VERSION, TURN_BASE, TURN_FLOOR, Storage, UserRecord, VectorBatch
@@ -39,6 +40,7 @@ CREATE TABLE IF NOT EXISTS users (
     last_forget_date TEXT,
     version {bigint} NOT NULL DEFAULT 0,
     epoch {bigint} NOT NULL DEFAULT 0,
+    tiers {bigint} NOT NULL DEFAULT 0,
     created_at {created_at}
 );
 CREATE TABLE IF NOT EXISTS memories (
@@ -71,6 +73,7 @@ CREATE TABLE IF NOT EXISTS embeddings (
     dim INTEGER NOT NULL,
     vector {blob} NOT NULL
 );
+{vector_blocks_table}
 """
 
 #: Version 4: each user's persisted lexical index (memory_bank.lexical_snapshot), a cache.
@@ -80,6 +83,42 @@ LEXICAL_TABLE = """CREATE TABLE IF NOT EXISTS lexical_snapshots (
     tokenizer TEXT NOT NULL,
     data {blob} NOT NULL
 );"""
+
+#: Version 6: each user's vectors in blocks (memory_bank.vector_blocks), a cache.
+VECTOR_BLOCKS_TABLE = """CREATE TABLE IF NOT EXISTS vector_blocks (
+    user_id {bigint} NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+    encoder TEXT NOT NULL,
+    first_rowid {bigint} NOT NULL,
+    last_rowid {bigint} NOT NULL,
+    dim INTEGER NOT NULL,
+    rowids {blob} NOT NULL,
+    vectors {blob} NOT NULL,
+    labels TEXT NOT NULL,
+    kind_at {blob} NOT NULL,
+    day_at {blob} NOT NULL,
+    turns {blob} NOT NULL,
+    PRIMARY KEY (user_id, encoder, first_rowid)
+);{blocks_storage}"""
+
+_BLOCK_COLUMNS = "first_rowid, last_rowid, dim, rowids, vectors, labels, kind_at, day_at, turns"
+
+#: Version 6: the forgotten and hidden memories of a user, found without reading the others
+#: (what a partition loaded from blocks leaves out), and the encoders of the stored vectors,
+#: counted without reading the vectors (an older store's encoder is found from them at the
+#: first search). Created after the migrations.
+SCHEMA_6_INDEXES = """
+CREATE INDEX IF NOT EXISTS memories_archived ON memories (user_id, id) WHERE archived;
+CREATE INDEX IF NOT EXISTS memories_hidden ON memories (user_id, id) WHERE hidden;
+CREATE INDEX IF NOT EXISTS embeddings_by_encoder ON embeddings (encoder, dim);
+"""
+
+#: The 5 -> 6 migration both backends share: the blocks, the tier counter, the tier indexes.
+MIGRATION_6 = (
+    """ALTER TABLE users ADD COLUMN tiers {bigint} NOT NULL DEFAULT 0;
+"""
+    + VECTOR_BLOCKS_TABLE
+    + SCHEMA_6_INDEXES
+)
 
 #: A memory row's columns after ``id``, in the order of :func:`memory_row`.
 FIELDS = (
@@ -176,6 +215,36 @@ def same_content(m: Memory, row: Sequence[Any]) -> bool:
     )
 
 
+def _ids(rows: Sequence[tuple[Any, ...]]) -> np.ndarray:
+    return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+
+
+def _member(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
+    """Whether each of ``values`` is in ``sorted_set`` (ascending)."""
+    if not len(sorted_set):
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(sorted_set, values), len(sorted_set) - 1)
+    return sorted_set[at] == values
+
+
+def _concat(parts: Sequence[VectorBatch]) -> VectorBatch:
+    """Batches of disjoint, ascending rowid ranges as one (none of them with texts)."""
+    parts = [p for p in parts if len(p.rowids)]
+    if not parts:
+        return VectorBatch(np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32), [], [], [], [])
+    if len(parts) == 1:
+        return parts[0]
+    return VectorBatch(
+        np.concatenate([p.rowids for p in parts]),
+        np.concatenate([p.vectors for p in parts]),
+        [],
+        [k for p in parts for k in p.kinds],
+        [d for p in parts for d in p.dates],
+        [t for p in parts for t in p.turns],
+        from_rows=sum(p.from_rows for p in parts),
+    )
+
+
 class Cursor(Protocol):
     """What a write transaction hands to its body: ``execute`` returns something with
     ``fetchone``, ``fetchall`` and ``rowcount``."""
@@ -212,7 +281,11 @@ class SQLStorage(Storage):
     @classmethod
     def schema_sql(cls) -> str:
         """The current schema in this dialect."""
-        return SCHEMA.format(**cls.TYPES, lexical_table=LEXICAL_TABLE.format(**cls.TYPES))
+        return SCHEMA.format(
+            **cls.TYPES,
+            lexical_table=LEXICAL_TABLE.format(**cls.TYPES),
+            vector_blocks_table=VECTOR_BLOCKS_TABLE.format(**cls.TYPES),
+        )
 
     @abc.abstractmethod
     def _rows(self, sql: str, args: Sequence[Any] = (), *, binary: bool = False) -> list[tuple[Any, ...]]:
@@ -312,6 +385,12 @@ class SQLStorage(Storage):
             raise UserNotFoundError(f"user id {user_id} no longer exists (deleted?)")
         return int(rows[0][0]), int(rows[0][1])
 
+    def user_counters(self, user_id: int) -> tuple[int, int, int]:
+        rows = self._rows("SELECT version, epoch, tiers FROM users WHERE id = ?", (user_id,))
+        if not rows:
+            raise UserNotFoundError(f"user id {user_id} no longer exists (deleted?)")
+        return int(rows[0][0]), int(rows[0][1]), int(rows[0][2])
+
     def set_user_extra(self, user_id: int, extra: dict[str, Any]) -> None:
         self._write(
             lambda c: c.execute(
@@ -334,6 +413,7 @@ class SQLStorage(Storage):
                 "DELETE FROM embeddings WHERE memory_rowid IN (SELECT id FROM memories WHERE user_id = ?)",
                 (user_id,),
             )
+            c.execute("DELETE FROM vector_blocks WHERE user_id = ?", (user_id,))
             c.execute("DELETE FROM memories WHERE user_id = ?", (user_id,))
             c.execute("DELETE FROM users WHERE id = ?", (user_id,))
             return n
@@ -438,14 +518,14 @@ class SQLStorage(Storage):
         raise UserNotFoundError(f"user id {user_id} no longer exists (deleted?)")
 
     @staticmethod
-    def _bump(c: Cursor, user_id: int, *, epoch: bool, texts_kept: bool = False) -> None:
-        """Count a change of the user's memories; ``epoch``: not a pure append. Unless the
-        change kept every memory's text (``texts_kept``: archiving, re-embedding), the user's
-        lexical snapshot goes in the same transaction: it may hold deleted words."""
-        c.execute(
-            f"UPDATE users SET version = version + 1{', epoch = epoch + 1' if epoch else ''} WHERE id = ?",
-            (user_id,),
-        )
+    def _bump(c: Cursor, user_id: int, *, epoch: bool, texts_kept: bool = False, tiers: bool = False) -> None:
+        """Count a change of the user's memories; ``epoch``: not a pure append; ``tiers``: only
+        memories moved between the live and the forgotten tier (no text, vector or visibility
+        changed). Unless the change kept every memory's text (``texts_kept``: archiving,
+        re-embedding), the user's lexical snapshot goes in the same transaction: it may hold
+        deleted words."""
+        more = (", epoch = epoch + 1" if epoch else "") + (", tiers = tiers + 1" if tiers else "")
+        c.execute(f"UPDATE users SET version = version + 1{more} WHERE id = ?", (user_id,))
         if epoch and not texts_kept:
             c.execute("DELETE FROM lexical_snapshots WHERE user_id = ?", (user_id,))
 
@@ -497,7 +577,7 @@ class SQLStorage(Storage):
                 c.execute(
                     f"UPDATE memories SET archived = ? WHERE {cond} AND NOT hidden", (False, user_id, *args)
                 )
-                self._bump(c, user_id, epoch=True, texts_kept=True)
+                self._bump(c, user_id, epoch=False, tiers=True)
             return new
 
         return self._write(run)
@@ -574,6 +654,7 @@ class SQLStorage(Storage):
                     (*values[2:9], *values[11:], rowid),
                 )
                 c.execute("DELETE FROM embeddings WHERE memory_rowid = ?", (rowid,))
+                self._drop_blocks(c, user_id, [rowid])
                 self._bump(c, user_id, epoch=True)
             if vector is not None:
                 self._put_vectors(c, [rowid], vector.reshape(1, -1), encoder)
@@ -605,6 +686,7 @@ class SQLStorage(Storage):
             ]
             for u in users:  # in id order, so two re-embedding writers cannot deadlock
                 self._lock_user(c, u, missing_ok=True)
+                self._drop_blocks(c, u, rowids)
             self._put_vectors(c, rowids, vectors, encoder)
             for u in users:
                 self._bump(c, u, epoch=True, texts_kept=True)
@@ -642,11 +724,18 @@ class SQLStorage(Storage):
 
         def run(c: Cursor) -> None:
             self._lock_user(c, user_id)
+            # Hiding or unhiding changes what a partition holds (an epoch); moving memories
+            # between the live and the forgotten tier only changes which of them are live.
+            visibility = hide or bool(
+                c.execute(
+                    f"SELECT 1 FROM memories WHERE {cond} AND hidden LIMIT 1", (user_id, *args)
+                ).fetchone()
+            )
             c.execute(
                 f"UPDATE memories SET archived = ?, hidden = ? WHERE {cond}",
                 (bool(archived), hide, user_id, *args),
             )
-            self._bump(c, user_id, epoch=True, texts_kept=True)
+            self._bump(c, user_id, epoch=visibility, texts_kept=True, tiers=not visibility)
 
         self._write(run)
 
@@ -667,6 +756,8 @@ class SQLStorage(Storage):
                 return 0
             n = self._delete(c, cond, (user_id, *args), user_id=user_id)
             if scrub_dates is not None:
+                scrubbed = c.execute(f"SELECT id {scrub}", (user_id, *day_args)).fetchall()
+                self._drop_blocks(c, user_id, [int(r[0]) for r in scrubbed])
                 c.execute(
                     f"DELETE FROM embeddings WHERE memory_rowid IN (SELECT id {scrub})", (user_id, *day_args)
                 )
@@ -710,10 +801,33 @@ class SQLStorage(Storage):
                     "UPDATE users SET extra = ? WHERE id = ?",
                     (json.dumps(extra, ensure_ascii=False), user_id),
                 )
+        gone = c.execute(f"SELECT id FROM memories WHERE {where}", args).fetchall()
+        self._drop_blocks(c, user_id, [int(r[0]) for r in gone])
         c.execute(
             f"DELETE FROM embeddings WHERE memory_rowid IN (SELECT id FROM memories WHERE {where})", args
         )
         return int(c.execute(f"DELETE FROM memories WHERE {where}", args).rowcount)
+
+    @staticmethod
+    def _drop_blocks(c: Cursor, user_id: int, rowids: Sequence[int]) -> None:
+        """Delete the user's vector blocks whose range holds one of ``rowids`` (memories whose
+        vector is deleted or rewritten), in the caller's transaction: no block keeps a
+        deleted memory or a stale vector (see :mod:`memory_bank.vector_blocks`)."""
+        if not len(rowids):
+            return
+        ids = np.unique(np.asarray(rowids, dtype=np.int64))
+        rows = c.execute(
+            "SELECT encoder, first_rowid, last_rowid FROM vector_blocks "
+            "WHERE user_id = ? AND first_rowid <= ? AND last_rowid >= ?",
+            (user_id, int(ids[-1]), int(ids[0])),
+        ).fetchall()
+        for encoder, first, last in rows:
+            at = int(np.searchsorted(ids, int(first)))
+            if at < len(ids) and ids[at] <= int(last):
+                c.execute(
+                    "DELETE FROM vector_blocks WHERE user_id = ? AND encoder = ? AND first_rowid = ?",
+                    (user_id, encoder, int(first)),
+                )
 
     def mark_stale(self, user_id: int, kinds: Iterable[MemoryKind], dates: Iterable[str] | None) -> int:
         kinds, dates = list(kinds), None if dates is None else list(dates)
@@ -818,13 +932,115 @@ class SQLStorage(Storage):
         kinds: Iterable[MemoryKind],
         after_rowid: int = 0,
         *,
-        archived: bool = False,
+        archived: bool | None = False,
         upto_rowid: int | None = None,
         texts: bool = True,
     ) -> VectorBatch:
+        kinds = list(kinds)
+        if texts:  # the words are in the rows: read them there
+            return self._row_vectors(user_id, encoder, kinds, after_rowid, upto_rowid, archived, texts)
+        with self.snapshot():
+            blocks = self._blocks(user_id, encoder, after_rowid, upto_rowid)
+            if not blocks:
+                return self._row_vectors(user_id, encoder, kinds, after_rowid, upto_rowid, archived, False)
+            parts: list[VectorBatch] = []
+            holes = iter(vector_blocks.gaps([(b.first, b.last) for b in blocks], after_rowid, upto_rowid))
+            hole = next(holes, None)
+            flags = self._tier_flags(user_id, archived)
+            for b in blocks:
+                while hole is not None and hole[0] < b.first:
+                    parts.append(
+                        self._row_vectors(user_id, encoder, kinds, hole[0], hole[1], archived, False)
+                    )
+                    hole = next(holes, None)
+                parts.append(self._from_block(b, kinds, flags, archived, after_rowid, upto_rowid))
+            for lo, hi in ([hole] if hole is not None else []) + list(holes):
+                parts.append(self._row_vectors(user_id, encoder, kinds, lo, hi, archived, False))
+        return _concat(parts)
+
+    def _blocks(
+        self, user_id: int, encoder: str, after: int, upto: int | None
+    ) -> list[vector_blocks.VectorBlock]:
+        """The user's vector blocks of ``encoder`` overlapping ``(after, upto]``, in rowid order
+        (a damaged one is left out: its memories are read from their rows)."""
+        bound = "" if upto is None else " AND first_rowid <= ?"
+        rows = self._rows(
+            f"SELECT {_BLOCK_COLUMNS} FROM vector_blocks WHERE user_id = ? AND encoder = ? AND last_rowid > ?"
+            f"{bound} ORDER BY first_rowid",
+            (user_id, encoder, int(after), *(() if upto is None else (int(upto),))),
+            binary=True,
+        )
+        out = []
+        for row in rows:
+            try:
+                out.append(vector_blocks.VectorBlock.from_columns(*row))
+            except ValueError:
+                continue
+        return out
+
+    def _tier_flags(self, user_id: int, archived: bool | None) -> tuple[np.ndarray, np.ndarray]:
+        """The rowids (ascending) of the user's forgotten memories (none when ``archived`` is
+        ``None``: both tiers are wanted) and of their hidden ones, through the partial indexes."""
+        gone = (
+            np.zeros(0, dtype=np.int64)
+            if archived is None
+            else _ids(
+                self._rows("SELECT id FROM memories WHERE user_id = ? AND archived ORDER BY id", (user_id,))
+            )
+        )
+        hidden = _ids(
+            self._rows("SELECT id FROM memories WHERE user_id = ? AND hidden ORDER BY id", (user_id,))
+        )
+        return gone, hidden
+
+    @staticmethod
+    def _from_block(
+        b: vector_blocks.VectorBlock,
+        kinds: Sequence[MemoryKind],
+        flags: tuple[np.ndarray, np.ndarray],
+        archived: bool | None,
+        after: int,
+        upto: int | None,
+    ) -> VectorBatch:
+        """The memories of block ``b`` that :meth:`vectors` asked for."""
+        forgotten, hidden = flags
+        keep = np.isin(b.kinds, [k.value for k in kinds]) & (b.rowids > after)
+        if upto is not None:
+            keep &= b.rowids <= upto
+        keep &= ~_member(b.rowids, hidden)
+        if archived is not None:
+            gone = _member(b.rowids, forgotten)
+            keep &= gone if archived else ~gone
+        if keep.all():
+            sel: Any = slice(None)
+        else:
+            sel = np.flatnonzero(keep)
+        turns = b.turns[sel]
+        return VectorBatch(
+            b.rowids[sel],
+            b.vectors[sel],
+            [],
+            b.kinds[sel].tolist(),
+            b.dates[sel].tolist(),
+            [None if t == vector_blocks.NO_TURN else t for t in turns.tolist()],
+        )
+
+    def _row_vectors(
+        self,
+        user_id: int,
+        encoder: str,
+        kinds: Sequence[MemoryKind],
+        after_rowid: int,
+        upto_rowid: int | None,
+        archived: bool | None,
+        texts: bool,
+    ) -> VectorBatch:
+        """:meth:`vectors` read from the memories' rows, one each."""
         cond, args = self._in_list("m.kind", [k.value for k in kinds])
         upto = "" if upto_rowid is None else " AND m.id <= ?"
         bound = () if upto_rowid is None else (int(upto_rowid),)
+        tier = "" if archived is None else " AND m.archived = ?"
+        tier_arg = () if archived is None else (bool(archived),)
         words = (
             "m.text, m.kind, m.date, m.turn, m.context, m.query, m.response"
             if texts
@@ -836,9 +1052,9 @@ class SQLStorage(Storage):
             f"SELECT m.id, e.vector, {words} "
             f"FROM memories m{self.ROWID_ORDER_HINT} "
             "JOIN embeddings e ON e.memory_rowid = m.id "
-            f"WHERE m.user_id = ? AND m.archived = ? AND m.hidden = ? AND m.id > ?{upto} AND e.encoder = ? AND {cond} "
+            f"WHERE m.user_id = ?{tier} AND m.hidden = ? AND m.id > ?{upto} AND e.encoder = ? AND {cond} "
             "ORDER BY m.id",
-            (user_id, bool(archived), False, int(after_rowid), *bound, encoder, *args),
+            (user_id, *tier_arg, False, int(after_rowid), *bound, encoder, *args),
             binary=True,
         )
         if not rows:
@@ -855,7 +1071,64 @@ class SQLStorage(Storage):
             [r[5] for r in rows],
             [r[7] for r in rows] if texts else None,
             [r[8] for r in rows] if texts else None,
+            from_rows=len(rows),
         )
+
+    def seal_vector_blocks(self, user_id: int, encoder: str, epoch: int) -> int:
+        def run(c: Cursor) -> int:
+            row = c.execute(self.LOCK_USER.replace("SELECT 1", "SELECT epoch"), (user_id,)).fetchone()
+            if row is None or int(row[0]) != epoch:
+                return 0
+            ranges = [
+                (int(r[0]), int(r[1]))
+                for r in c.execute(
+                    "SELECT first_rowid, last_rowid FROM vector_blocks WHERE user_id = ? AND encoder = ? "
+                    "ORDER BY first_rowid",
+                    (user_id, encoder),
+                ).fetchall()
+            ]
+            sealed = 0
+            for lo, hi in vector_blocks.gaps(ranges, 0, None):
+                sealed += self._seal_gap(c, user_id, encoder, lo, hi)
+            return sealed
+
+        return self._write(run)
+
+    def _seal_gap(self, c: Cursor, user_id: int, encoder: str, lo: int, hi: int | None) -> int:
+        """Write the blocks of the uncovered rowid range ``(lo, hi]`` (every memory with a
+        vector of ``encoder``, whatever its tier or kind); returns how many memories they hold."""
+        upto = "" if hi is None else " AND m.id <= ?"
+        rows = c.execute(
+            f"SELECT m.id, e.vector, m.kind, m.date, m.turn FROM memories m{self.ROWID_ORDER_HINT} "
+            "JOIN embeddings e ON e.memory_rowid = m.id "
+            f"WHERE m.user_id = ? AND m.id > ?{upto} AND e.encoder = ? ORDER BY m.id",
+            (user_id, int(lo), *(() if hi is None else (int(hi),)), encoder),
+        ).fetchall()
+        if not rows:
+            return 0
+        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        dims = {len(r[1]) for r in rows}
+        if len(dims) != 1:  # vectors of one encoder with two sizes: a damaged store, left to rows
+            return 0
+        vecs = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32).reshape(len(rows), -1)
+        n = 0
+        for first, last, sl in vector_blocks.chunks(rowids, lo, hi):
+            part = rows[sl]
+            block = vector_blocks.VectorBlock.of(
+                first,
+                last,
+                rowids[sl],
+                vecs[sl],
+                [r[2] for r in part],
+                [r[3] for r in part],
+                [r[4] for r in part],
+            )
+            c.execute(
+                f"INSERT INTO vector_blocks(user_id, encoder, {_BLOCK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                (user_id, encoder, first, last, *block.columns()),
+            )
+            n += len(block)
+        return n
 
     def lexical_snapshot(self, user_id: int, encoder: str, tokenizer: str) -> bytes | None:
         rows = self._rows(

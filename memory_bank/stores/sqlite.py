@@ -26,7 +26,16 @@ from memory_bank import integrity
 from memory_bank.errors import ConfigError, StoreError
 from memory_bank.records import Memory, MemoryKind
 from memory_bank.stores.base import SCHEMA_VERSION, Backend, ForgetColumns
-from memory_bank.stores.sql import INSERT, LEXICAL_TABLE, Cursor, SQLStorage, memory_row, statements
+from memory_bank.stores.sql import (
+    INSERT,
+    LEXICAL_TABLE,
+    MIGRATION_6,
+    SCHEMA_6_INDEXES,
+    Cursor,
+    SQLStorage,
+    memory_row,
+    statements,
+)
 
 T = TypeVar("T")
 
@@ -46,12 +55,15 @@ _FORGET_KEY = (
 
 # Created after the migrations (the column it indexes appears in version 2). Its order is the
 # order of ``memories()``, so a forgetting pass draws its random numbers in the same order.
-_INDEXES = """
+_INDEXES = (
+    """
 CREATE INDEX IF NOT EXISTS memories_forget_key ON memories (
     user_id, archived, date, (CASE kind WHEN 'turn' THEN 0 ELSE 1 END), turn, id, kind, forget_key
 );
 CREATE INDEX IF NOT EXISTS memories_weighted ON memories (user_id, archived, kind, id, weight) WHERE weight <> 1;
 """
+    + SCHEMA_6_INDEXES
+)
 
 # Migrations from version N to N+1, applied in order inside one transaction.
 _MIGRATIONS: dict[int, str] = {
@@ -67,6 +79,10 @@ _MIGRATIONS: dict[int, str] = {
     # 4 -> 5: hidden by the user (never retrieved) apart from forgotten by the curve (archived,
     # still consulted by the cold tier); what was archived before stays forgotten, not hidden.
     4: "ALTER TABLE memories ADD COLUMN hidden INTEGER NOT NULL DEFAULT 0;",
+    # 5 -> 6: each user's vectors in blocks (memory_bank.vector_blocks; a cache, filled by the
+    # next partition load of each user), the tier counter, the indexes of forgotten and hidden
+    # memories.
+    5: MIGRATION_6.format(bigint="INTEGER", blob="BLOB", blocks_storage=""),
 }
 
 
@@ -87,6 +103,7 @@ class SQLiteStorage(SQLStorage):
         "more_columns": f"\n    forget_key INTEGER GENERATED ALWAYS AS ({_FORGET_KEY}) VIRTUAL,",
         "rowid_index": "memories_by_user_id",
         "more_indexes": "",
+        "blocks_storage": "",
     }
     GREATEST = "max"
     BY_ROWID = "+"  # look rows up by primary key, not by scanning the user's index entries

@@ -12,6 +12,7 @@ from memory_bank.config import SELECTIVE_FORGETTING
 from memory_bank.original_format import export_data, import_data
 from memory_bank.stores.base import SCHEMA_VERSION
 from memory_bank.stores.sqlite import DB_FILENAME
+from tests.conftest import UNDO_SCHEMA_6
 
 MISO, REX = "Ann_2023-05-01_0", "Ann_2023-05-01_1"
 NOW = "2023-06-30"  # 60 days on: both personal turns (time scale 14 days) are forgotten by the curve
@@ -79,7 +80,7 @@ def test_a_version_4_store_keeps_its_archived_memories_forgotten_not_hidden(make
     bank.close()
     db = sqlite3.connect(tmp_path / "store" / DB_FILENAME)  # the version 4 layout: no hidden column
     db.executescript(
-        "ALTER TABLE memories DROP COLUMN hidden; UPDATE meta SET value = '4' WHERE key = 'schema_version';"
+        UNDO_SCHEMA_6 + "ALTER TABLE memories DROP COLUMN hidden; UPDATE meta SET value = '4' WHERE key = 'schema_version';"
     )
     db.close()
     bank = make_bank(forgetting=SELECTIVE_FORGETTING)

@@ -11,6 +11,7 @@ from memory_bank import InvalidInputError, MemoryKind, MemoryNotFoundError, Stor
 from memory_bank.errors import EncoderMismatchError
 from memory_bank.stores import SCHEMA_VERSION
 from memory_bank.stores.sqlite import DB_FILENAME, SQLiteStorage
+from tests.conftest import UNDO_SCHEMA_6
 
 
 def test_turns_keep_their_time_and_are_numbered_per_day(bank) -> None:  # type: ignore[no-untyped-def]
@@ -195,7 +196,7 @@ def test_a_version_1_store_is_migrated_and_forgets_as_before(make_bank, tmp_path
     bank.close()
     db = sqlite3.connect(tmp_path / "store" / DB_FILENAME)  # turn it into the version 1 layout
     db.executescript(
-        "DROP INDEX memories_forget_key; ALTER TABLE memories DROP COLUMN forget_key; "
+        UNDO_SCHEMA_6 + "DROP INDEX memories_forget_key; ALTER TABLE memories DROP COLUMN forget_key; "
         "DROP INDEX memories_weighted; ALTER TABLE memories DROP COLUMN weight; ALTER TABLE memories DROP COLUMN hidden; "
         "CREATE INDEX memories_forget ON memories (user_id, archived, date, "
         "(CASE kind WHEN 'turn' THEN 0 ELSE 1 END), turn, id, kind, strength, last_recall_date); "
@@ -229,7 +230,7 @@ def test_a_version_2_store_gains_content_weights_and_keeps_its_memories(make_ban
     bank.close()
     db = sqlite3.connect(tmp_path / "store" / DB_FILENAME)  # the version 2 layout: no weight column
     db.executescript(
-        "DROP INDEX memories_weighted; ALTER TABLE memories DROP COLUMN weight; "
+        UNDO_SCHEMA_6 + "DROP INDEX memories_weighted; ALTER TABLE memories DROP COLUMN weight; "
         "ALTER TABLE memories DROP COLUMN hidden; UPDATE meta SET value = '2' WHERE key = 'schema_version';"
     )
     db.close()

@@ -167,12 +167,19 @@ def test_reinforce_set_archived_mark_stale(storage: Storage) -> None:
     (m,) = storage.memories(u)
     assert (m.strength, m.last_recall_date) == (3, "2023-05-03")
     assert storage.memories(other)[0].strength == 1
-    v, e = storage.user_state(u)
-    storage.set_archived(u, [a.rowid or 0], True)
-    assert storage.memories(u)[0].archived and storage.user_state(u) == (v + 1, e + 1)
+    v, e, tiers = storage.user_counters(u)
+    storage.set_archived(u, [a.rowid or 0], True)  # a tier move: the tier counter, not the epoch
+    assert storage.memories(u)[0].archived and storage.user_counters(u) == (v + 1, e, tiers + 1)
     assert len(storage.vectors(u, ENC, TURN_KINDS).rowids) == 0
+    assert storage.vectors(u, ENC, TURN_KINDS, archived=None).rowids.tolist() == [a.rowid]
     storage.set_archived(u, [a.rowid or 0], False)
     assert storage.vectors(u, ENC, TURN_KINDS).rowids.tolist() == [a.rowid]
+    assert storage.user_counters(u) == (v + 2, e, tiers + 2)
+    storage.set_archived(u, [a.rowid or 0], True, hidden=True)  # hiding changes what is indexed
+    assert storage.user_counters(u) == (v + 3, e + 1, tiers + 2)
+    assert len(storage.vectors(u, ENC, TURN_KINDS, archived=None).rowids) == 0
+    storage.set_archived(u, [a.rowid or 0], False)  # and so does showing it again
+    assert storage.user_counters(u) == (v + 4, e + 2, tiers + 2)
     s1 = Memory(memory_id="s1", user="Ann", kind=MemoryKind.DAILY_SUMMARY, date="2023-05-01", text="x")
     s2 = Memory(memory_id="s2", user="Ann", kind=MemoryKind.DAILY_SUMMARY, date="2023-05-02", text="y")
     storage.add_memories(u, [s1, s2], None, ENC)

@@ -15,6 +15,7 @@ from memory_bank.embeddings import HashingEncoder
 from memory_bank.lexical_snapshot import LexicalSnapshot
 from memory_bank.retrieval import rank
 from memory_bank.text import TOKENIZER_VERSION
+from tests.conftest import UNDO_SCHEMA_6
 
 QUERIES = ["Where did my sister go hiking?", "What did Tom bake on May 3rd?", "我的猫叫什么名字？", "How was the concert?"]
 #: A non-default ranking: other weights, no neighbour lift, more candidates.
@@ -152,7 +153,7 @@ def test_a_version_3_store_gains_the_snapshot_table(tmp_path) -> None:  # type: 
     bank.close()
     db = sqlite3.connect(tmp_path / "s" / DB_FILENAME)  # the version 3 layout
     db.executescript(
-        "DROP TABLE lexical_snapshots; ALTER TABLE memories DROP COLUMN hidden; "
+        UNDO_SCHEMA_6 + "DROP TABLE lexical_snapshots; ALTER TABLE memories DROP COLUMN hidden; "
         "UPDATE meta SET value = '3' WHERE key = 'schema_version';"
     )
     db.close()

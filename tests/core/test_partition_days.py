@@ -1,0 +1,48 @@
+"""A partition's first batch indexes days, turns and neighbours in bulk: the result is exactly
+what adding the same memories one by one leaves, duplicates, summaries and gaps included, and
+appends after a bulk load keep it so."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from memory_bank.index import Partition
+from memory_bank.stores import VectorBatch
+
+
+def _batch(rng: np.random.Generator, n: int, first_rowid: int) -> VectorBatch:
+    kinds = ["turn" if x else "daily_summary" for x in rng.random(n) < 0.85]
+    dates = [f"2023-0{1 + d // 28}-{1 + d % 28:02d}" for d in rng.integers(0, 40, n)]
+    turns = [
+        None if k != "turn" or rng.random() < 0.05 else int(t)
+        for k, t in zip(kinds, rng.integers(-1, 6, n), strict=True)
+    ]
+    texts = ["some words here"] * n
+    vecs = rng.normal(size=(n, 4)).astype(np.float32)
+    return VectorBatch(
+        np.arange(first_rowid, first_rowid + n), vecs, texts, kinds, dates, turns, texts, texts
+    )
+
+
+def _state(p: Partition) -> tuple[object, ...]:
+    n = len(p)
+    by_day_turn, holders = p._turn_keys()
+    many = {k: v for k, v in holders.items() if len(v) > 1}
+    return (p._nbrs[:n].tolist(), p._day_ids[:n].tolist(), p._by_day, p._years, by_day_turn, many)
+
+
+def test_bulk_indexing_equals_one_by_one_and_appends_keep_it() -> None:
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        first = _batch(rng, 300, 1)
+        later = _batch(rng, 40, 301)
+        bulk, single = Partition(4), Partition(4)
+        bulk.add(first)
+        for i in range(len(first.rowids)):
+            single.add(VectorBatch(first.rowids[i : i + 1], first.vectors[i : i + 1], first.texts[i : i + 1],
+                                   first.kinds[i : i + 1], first.dates[i : i + 1], first.turns[i : i + 1],
+                                   first.texts[i : i + 1], first.texts[i : i + 1]))  # fmt: skip
+        assert _state(bulk) == _state(single)
+        bulk.add(later)
+        single.add(later)
+        assert _state(bulk) == _state(single)
