@@ -108,6 +108,10 @@ class BenchConfig:
         return cls(**base)
 
 
+#: Turns drawn one by one before the generator reuses texts (sizes up to this get all-new texts).
+UNIQUE_TURNS = 100_000
+
+
 def _log(cfg: BenchConfig, msg: str) -> None:
     if not cfg.quiet:
         print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
@@ -280,7 +284,9 @@ class Runner:
         c = self.cfg
         n = max([*c.sizes, c.per_user if c.users else 0, c.pool])
         _log(c, f"generating {n:,} dialog turns")
-        turns = DialogGenerator(c.seed).turns(n)
+        # Every turn drawn up to 100k (the default sizes' data), their texts reused above, so a
+        # million-memory run prepares in seconds (see DialogGenerator.many).
+        turns = DialogGenerator(c.seed).many(n, unique=UNIQUE_TURNS)
         _write_turns(self.work / "turns.jsonl", turns)
         last = (turns[-1].at.date() - turns[0].at.date()).days + 1
         _write_turns(
