@@ -228,7 +228,40 @@ class SiliconFriend:
             user = self.bank.user(user).name
             returning = self.bank.has_memories(user)
         logger.info("session started for %r (%s)", user, "returning" if returning else "new")
+        if returning:
+            self.catch_up(user)
         return Session(user=user, returning=returning)
+
+    def catch_up(self, user: str) -> bool:
+        """Queue the summaries of ``user``'s finished days that have none yet (history just
+        imported, or back after some days) in the background; True if a run was queued.
+        Chat goes on meanwhile: on a shared local model its replies go first."""
+        if self.scheduler is None or self.summarizer is None:
+            return False
+        try:
+            if not self.summarizer.due_days(user, self.clock()):
+                return False
+        except MemoryBankError:
+            logger.exception("could not check the due summaries of %r", user)
+            return False
+        return bool(self.scheduler.submit(user, self.clock()))
+
+    def summarize_in_background(self, session: Session) -> bool:
+        """"Summarize now" without waiting: every unsummarised day, today included, then the
+        global layers, on the background worker (:meth:`summary_status` says how far it is).
+        False if one is already queued for the user (it then includes today as well)."""
+        if self.scheduler is None:
+            raise SiliconFriendError(
+                "summaries are not available in this installation (memory_bank.summaries is missing)"
+            )
+        if not self.bank.has_user(session.user):
+            raise InvalidInputError(f"{session.user!r} has no memories to summarise yet; chat first")
+        return bool(self.scheduler.submit(session.user, self.clock(), include_today=True))
+
+    def summary_status(self, user: str) -> Any:
+        """The background summariser's :class:`~memory_bank.summaries.SummaryStatus` for
+        ``user``, or ``None`` when summaries are off."""
+        return None if self.scheduler is None else self.scheduler.status(user)
 
     def resume(self, session: Session, turns: int) -> None:
         """Show the user's last ``turns`` stored turns as the conversation (after a page reload
@@ -513,6 +546,8 @@ class SiliconFriend:
         return self.bank.profile(session.user)
 
     def close(self) -> None:
-        """Finish background summaries (the bank is closed by its owner)."""
+        """Stop background summaries at once (the bank is closed by its owner): the call under
+        way ends at its next token, every summary written is kept and the days not yet done are
+        summarised at the next start. Turns are stored before a reply is shown, so none is lost."""
         if self.scheduler is not None:
-            self.scheduler.close()
+            self.scheduler.close(wait=False)
