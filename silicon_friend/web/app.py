@@ -171,8 +171,14 @@ class WebApp:
         return ui_texts(language) if language else self.texts
 
     def _open(self, tab: WebSession, user: str) -> Session:
-        """A new session of ``user`` in ``tab``, showing their recent conversation."""
+        """A new session of ``user`` in ``tab``, showing their recent conversation. When the
+        sign-in queues summaries (unsummarised days, e.g. just imported), the tab follows that
+        run from its start, so a failure in it raises a toast here."""
+        before = self.engine.summary_status(user)
         tab.session = self.engine.start(user)
+        after = self.engine.summary_status(user)
+        if before is not None and after is not None and after.version != before.version:
+            tab.summary_seen = (tab.session.user, before.version, "")
         tab.session.temporary = tab.temporary
         self.engine.resume(tab.session, self.engine.settings.history_turns)
         return tab.session
