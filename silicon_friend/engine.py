@@ -277,6 +277,7 @@ class SiliconFriend:
                     response=m.response or "",
                     memory_id=m.memory_id,
                     resumed=True,
+                    stopped=bool(m.extra.get("stopped")),
                 )
                 for m in stored
             ]
@@ -448,16 +449,19 @@ class SiliconFriend:
         used = fitted.memories if fitted is not None and not turn.failed else []
         day = now.date().isoformat()
         grows = {m.memory_id for m in used if (m.last_recall_date or "") < day}
+        marks = {"stopped": True} if turn.stopped else None  # a reload says so too
         try:
             try:
-                memory = self.bank.add_turn(session.user, turn.query, turn.response, at=now, recalled=used)
+                memory = self.bank.add_turn(
+                    session.user, turn.query, turn.response, at=now, recalled=used, extra=marks
+                )
             except InvalidInputError as e:  # a reply the store refuses: keep the user's words at least
                 if not turn.response:
                     raise
                 logger.warning("storing the reply failed (%s); storing the message alone", e)
                 turn.error, turn.response = f"the reply could not be stored: {e}", ""
                 grows = set()  # no reply, so no memory was used
-                memory = self.bank.add_turn(session.user, turn.query, "", at=now)
+                memory = self.bank.add_turn(session.user, turn.query, "", at=now, extra=marks)
             turn.reinforced = len(grows)
             turn.memory_id = memory.memory_id  # last: "stored" is only ever shown after the commit
         except MemoryBankError as e:

@@ -244,7 +244,7 @@ class MemoryTab:
 
     def _detail(self, user: str, memory: Memory, t: MemoryTabTexts) -> str:
         why = self.bank.explain(user, memory.memory_id).to_dict()
-        facts = t.facts.format(
+        facts = (t.facts_off if why.get("mode") == "off" else t.facts).format(
             strength=why["strength"],
             recalls=why["recalls"],
             last=memory.last_recall_date or "—",

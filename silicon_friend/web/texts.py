@@ -62,6 +62,8 @@ class MemoryTabTexts:
     statuses: dict[str, str]
     why_title: str
     facts: str
+    #: the facts line when forgetting is off (no time scale: nothing fades)
+    facts_off: str
     edit_label: str
     save: str
     saved: str
@@ -112,6 +114,7 @@ MEMORY_UI: dict[str, MemoryTabTexts] = {
         statuses={"all": "All", "kept": "kept", "forgotten": "forgotten", "hidden": "hidden"},
         why_title="Why it fades",
         facts="strength {strength} · recalls {recalls} · last recall {last} · time scale {days} day(s) · retention {r}",
+        facts_off="strength {strength} · recalls {recalls} · last recall {last} · forgetting is off: it never fades",
         edit_label="Edit the text",
         save="Save changes",
         saved="Saved the new text.",
@@ -175,6 +178,7 @@ MEMORY_UI: dict[str, MemoryTabTexts] = {
         statuses={"all": "全部", "kept": "保留", "forgotten": "已遗忘", "hidden": "已隐藏"},
         why_title="为何会淡忘",
         facts="强度 {strength} · 回忆 {recalls} 次 · 上次回忆 {last} · 时间尺度 {days} 天 · 保持率 {r}",
+        facts_off="强度 {strength} · 回忆 {recalls} 次 · 上次回忆 {last} · 遗忘已关闭：它不会淡忘",
         edit_label="编辑内容",
         save="保存修改",
         saved="已保存新内容。",

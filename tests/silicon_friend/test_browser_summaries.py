@@ -103,9 +103,7 @@ def shows(page: Any, selector: str, text: str, timeout: float = 30_000) -> None:
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
-def test_after_an_import_the_summaries_fill_in_without_pressing_summarize(
-    browser, imported_app, language
-) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+def test_after_an_import_the_summaries_fill_in_without_pressing_summarize(browser, imported_app, language) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     t = ui_texts(language)
     user = "Emily" if language == "en" else "小明"
     url, bank = imported_app(language, user, GOOD[language])
