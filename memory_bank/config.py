@@ -48,6 +48,27 @@ DEFAULT_TOP_K = 2
 DEFAULT_HISTORY_WINDOW = 7
 
 
+SummaryTask = Literal[
+    "daily_events",
+    "daily_personality",
+    "merge_events",
+    "merge_personality",
+    "global_events",
+    "global_portrait",
+]
+#: Answer caps per summary task, in tokens: a day's events are one short paragraph, a personality
+#: reading two or three sentences (measured with SmolLM2 on the paper's data: answers that run
+#: to a larger cap only repeat themselves; the parser drops an unfinished last sentence).
+TASK_OUTPUT_TOKENS: dict[str, int] = {
+    "daily_events": 112,
+    "daily_personality": 80,
+    "merge_events": 112,
+    "merge_personality": 80,
+    "global_events": 160,
+    "global_portrait": 112,
+}
+
+
 class SummaryConfig(BaseModel):
     """How summaries are made (:mod:`memory_bank.summaries`). Every field has a sensible default.
 
@@ -76,6 +97,18 @@ class SummaryConfig(BaseModel):
     default_output_tokens: int = Field(400, ge=16)
     max_output_tokens: int | None = Field(
         200, ge=16, description="cap on each summary call's answer (a summary needs no more); None: no cap"
+    )
+    task_output_tokens: dict[SummaryTask, int] = Field(
+        default_factory=lambda: dict(TASK_OUTPUT_TOKENS),  # type: ignore[arg-type]
+        description="cap on the answer per task (at most max_output_tokens); a task left out gets "
+        "max_output_tokens",
+    )
+    max_reply_chars: int | None = Field(
+        240,
+        ge=40,
+        description="the companion's part of each turn is cut to about this many characters in a "
+        "daily summary's material (the user's words are kept whole): the summary is about the user, "
+        "and the prompt stays short; None: whole replies",
     )
     max_input_tokens: int | None = Field(
         1200,

@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from memory_bank.errors import ConfigError, MemoryBankError, require
+from memory_bank.model_lock import ModelLock
 
 if TYPE_CHECKING:
     from langchain_core.language_models.chat_models import BaseChatModel
@@ -336,13 +337,13 @@ def _build_llamacpp(spec: LLMSpec) -> BaseChatModel:
     )
 
 
-_LOADED: dict[tuple[Any, ...], tuple[Any, threading.Lock]] = {}
+_LOADED: dict[tuple[Any, ...], tuple[Any, ModelLock]] = {}
 _LOADED_LOCK = threading.Lock()
 
 
 def _load_llama(
     model_path: str, n_ctx: int, chat_format: str | None, lora_path: str | None
-) -> tuple[Any, threading.Lock]:
+) -> tuple[Any, ModelLock]:
     """The loaded ``llama_cpp.Llama`` for these settings and its lock; each file loads once per process."""
     key = (model_path, n_ctx, chat_format, lora_path)
     with _LOADED_LOCK:
@@ -364,7 +365,7 @@ def _load_llama(
                     f"llama.cpp cannot load {model_path!r} (chat format {chat_format!r}, LoRA {lora_path!r}): "
                     f"{e}; check that it is a GGUF model (and a GGUF LoRA) for llama.cpp"
                 ) from e
-            _LOADED[key] = (llm, threading.Lock())
+            _LOADED[key] = (llm, ModelLock())
         return _LOADED[key]
 
 
@@ -392,8 +393,9 @@ def _chat_llamacpp_class() -> type[BaseChatModel]:
         """A GGUF chat model run in-process by llama.cpp, with the GGUF's own chat template.
 
         Loaded models are cached per file and settings; calls on one model are serialised by a
-        lock (llama.cpp contexts are not thread-safe), so several chat models, threads and the
-        background summariser can share one loaded file. Streams token by token.
+        :class:`~memory_bank.model_lock.ModelLock` (llama.cpp contexts are not thread-safe), so
+        several chat models, threads and the background summariser can share one loaded file,
+        and a background call gives way to a chat reply at its next token. Streams token by token.
         """
 
         model_path: str
@@ -428,7 +430,7 @@ def _chat_llamacpp_class() -> type[BaseChatModel]:
         def context_window(self) -> int:
             return self.n_ctx
 
-        def _model(self) -> tuple[Any, threading.Lock]:
+        def _model(self) -> tuple[Any, ModelLock]:
             return _load_llama(self.model_path, self.n_ctx, self.chat_format, self.lora_path)
 
         def count_tokens(self, text: str) -> int:
@@ -507,6 +509,7 @@ def _chat_llamacpp_class() -> type[BaseChatModel]:
                     finish = choice.get("finish_reason")
                     if not text and not finish:
                         continue
+                    lock.check()  # a background call gives way to a waiting chat reply
                     chunk = ChatGenerationChunk(
                         message=AIMessageChunk(
                             content=text, response_metadata={"finish_reason": finish} if finish else {}

@@ -228,7 +228,40 @@ class SiliconFriend:
             user = self.bank.user(user).name
             returning = self.bank.has_memories(user)
         logger.info("session started for %r (%s)", user, "returning" if returning else "new")
+        if returning:
+            self.catch_up(user)
         return Session(user=user, returning=returning)
+
+    def catch_up(self, user: str) -> bool:
+        """Queue the summaries of ``user``'s finished days that have none yet (history just
+        imported, or back after some days) in the background; True if a run was queued.
+        Chat goes on meanwhile: on a shared local model its replies go first."""
+        if self.scheduler is None or self.summarizer is None:
+            return False
+        try:
+            if not self.summarizer.due_days(user, self.clock()):
+                return False
+        except MemoryBankError:
+            logger.exception("could not check the due summaries of %r", user)
+            return False
+        return bool(self.scheduler.submit(user, self.clock()))
+
+    def summarize_in_background(self, session: Session) -> bool:
+        """"Summarize now" without waiting: every unsummarised day, today included, then the
+        global layers, on the background worker (:meth:`summary_status` says how far it is).
+        False if one is already queued for the user (it then includes today as well)."""
+        if self.scheduler is None:
+            raise SiliconFriendError(
+                "summaries are not available in this installation (memory_bank.summaries is missing)"
+            )
+        if not self.bank.has_user(session.user):
+            raise InvalidInputError(f"{session.user!r} has no memories to summarise yet; chat first")
+        return bool(self.scheduler.submit(session.user, self.clock(), include_today=True))
+
+    def summary_status(self, user: str) -> Any:
+        """The background summariser's :class:`~memory_bank.summaries.SummaryStatus` for
+        ``user``, or ``None`` when summaries are off."""
+        return None if self.scheduler is None else self.scheduler.status(user)
 
     def resume(self, session: Session, turns: int) -> None:
         """Show the user's last ``turns`` stored turns as the conversation (after a page reload
@@ -244,6 +277,7 @@ class SiliconFriend:
                     response=m.response or "",
                     memory_id=m.memory_id,
                     resumed=True,
+                    stopped=bool(m.extra.get("stopped")),
                 )
                 for m in stored
             ]
@@ -415,16 +449,19 @@ class SiliconFriend:
         used = fitted.memories if fitted is not None and not turn.failed else []
         day = now.date().isoformat()
         grows = {m.memory_id for m in used if (m.last_recall_date or "") < day}
+        marks = {"stopped": True} if turn.stopped else None  # a reload says so too
         try:
             try:
-                memory = self.bank.add_turn(session.user, turn.query, turn.response, at=now, recalled=used)
+                memory = self.bank.add_turn(
+                    session.user, turn.query, turn.response, at=now, recalled=used, extra=marks
+                )
             except InvalidInputError as e:  # a reply the store refuses: keep the user's words at least
                 if not turn.response:
                     raise
                 logger.warning("storing the reply failed (%s); storing the message alone", e)
                 turn.error, turn.response = f"the reply could not be stored: {e}", ""
                 grows = set()  # no reply, so no memory was used
-                memory = self.bank.add_turn(session.user, turn.query, "", at=now)
+                memory = self.bank.add_turn(session.user, turn.query, "", at=now, extra=marks)
             turn.reinforced = len(grows)
             turn.memory_id = memory.memory_id  # last: "stored" is only ever shown after the commit
         except MemoryBankError as e:
@@ -513,6 +550,8 @@ class SiliconFriend:
         return self.bank.profile(session.user)
 
     def close(self) -> None:
-        """Finish background summaries (the bank is closed by its owner)."""
+        """Stop background summaries at once (the bank is closed by its owner): the call under
+        way ends at its next token, every summary written is kept and the days not yet done are
+        summarised at the next start. Turns are stored before a reply is shown, so none is lost."""
         if self.scheduler is not None:
-            self.scheduler.close()
+            self.scheduler.close(wait=False)

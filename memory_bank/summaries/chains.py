@@ -157,6 +157,23 @@ def copies_material(answer: str, material: str) -> bool:
     return len(lines) >= 2 and len(head) >= 30 and any(head in line for line in lines)
 
 
+#: Why an answer is refused (the text is in the parser's error), by the kind of retry note that
+#: tells the model what to do instead (``LanguagePack.retry_notes``).
+VOICE = "speaks in the companion's voice to the user, not about them"
+PET = "describes the user's pet, not the user"
+ECHO_INSTRUCTION = "echoes the instruction"
+ECHO_DIALOGUE = "echoes the dialogue"
+COPY = "copies part of the material"
+_RETRY_KINDS = {VOICE: "voice", PET: "pet", ECHO_INSTRUCTION: "echo", ECHO_DIALOGUE: "copy", COPY: "copy"}
+
+
+def retry_kind(error: BaseException | str | None) -> str | None:
+    """The kind of retry note for a refused answer (``voice``, ``pet``, ``echo``, ``copy``), or
+    ``None`` for other failures (the generic note)."""
+    text = str(error or "")
+    return next((kind for reason, kind in _RETRY_KINDS.items() if reason in text), None)
+
+
 def junk_reason(text: str, pack: LanguagePack, task: Task, min_words: int = 3) -> str | None:
     """Why ``text`` is not a usable summary, or ``None`` if it is."""
     if not text.strip():
@@ -174,16 +191,16 @@ def junk_reason(text: str, pack: LanguagePack, task: Task, min_words: int = 3) -
         return f"not in the expected language ({pack.code})"
     head = pack.instructions[task].split("{", 1)[0].strip()[:40].casefold()
     if len(head) >= 12 and head in folded:
-        return "echoes the instruction"
+        return ECHO_INSTRUCTION
     speaker = re.compile(rf"^\s*(?:{re.escape(pack.user_label)}|{re.escape(pack.ai_label)})\s*[:：]", re.M)
     if len(speaker.findall(text)) >= 2:
-        return "echoes the dialogue"
+        return ECHO_DIALOGUE
     if pack.voice_start.match(text) or len(pack.you_words.findall(text)) >= 2:
-        return "speaks in the companion's voice to the user, not about them"
+        return VOICE
     if task in _PERSONALITY_TASKS:
         first = _sentences(text.splitlines()[0])[0]
         if pack.pet_words.search(first) and not pack.user_words.search(first):
-            return "describes the user's pet, not the user"
+            return PET
     return None
 
 

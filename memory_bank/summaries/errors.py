@@ -15,3 +15,8 @@ class SummaryTimeoutError(SummaryError, TimeoutError):
 
 class ContextTooSmallError(SummaryError):
     """The model's context leaves too little room to summarise anything; use a bigger context."""
+
+
+class SummaryStoppedError(SummaryError):
+    """The summariser was stopped (the app is shutting down); what was written is kept, and
+    the layers not yet made stay due for the next run."""

@@ -44,6 +44,8 @@ class LanguagePack:
     cues: Mapping[Task, str]
     #: added after the cue when an answer is retried, so the retry is not the same prompt again
     retry_note: str
+    #: retry notes that say what was wrong with the refused answer, by :func:`chains.retry_kind`
+    retry_notes: Mapping[str, str]
     user_label: str
     ai_label: str
     part_note: str  # formatted with part, parts
@@ -143,6 +145,14 @@ _EN = LanguagePack(
         }
     ),
     retry_note=" Use your own words; do not copy the text above.",
+    retry_notes=MappingProxyType(
+        {
+            "voice": " Write about the user in the third person, starting with “The user”; do not talk to them.",
+            "pet": " Describe the user themself, starting with “The user”; their pet is not the user.",
+            "echo": " Do not repeat these instructions; write only the summary.",
+            "copy": " Use your own words; do not copy the text above.",
+        }
+    ),
     user_label=WORDS["en"].user,
     ai_label=WORDS["en"].ai,
     part_note=" (part {part} of {parts})",
@@ -219,6 +229,14 @@ _ZH = LanguagePack(
         }
     ),
     retry_note="请用自己的话概括，不要照抄上面的内容。",
+    retry_notes=MappingProxyType(
+        {
+            "voice": "请用第三人称描述用户，以“用户”开头，不要对用户说话。",
+            "pet": "请描述用户本人，以“用户”开头；用户的宠物不是用户。",
+            "echo": "不要重复这些要求，只写总结。",
+            "copy": "请用自己的话概括，不要照抄上面的内容。",
+        }
+    ),
     user_label=WORDS["zh"].user,
     ai_label=WORDS["zh"].ai,
     part_note="（第{part}部分，共{parts}部分）",

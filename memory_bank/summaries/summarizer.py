@@ -24,11 +24,24 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.exceptions import OutputParserException
 
 from memory_bank.llm import context_window, count_tokens
+from memory_bank.model_lock import PreemptedError
 from memory_bank.records import Memory, MemoryKind
-from memory_bank.summaries.chains import build_chains, build_prompt, copies_material, prompt_inputs
+from memory_bank.summaries.chains import (
+    COPY,
+    build_chain,
+    build_prompt,
+    copies_material,
+    prompt_inputs,
+    retry_kind,
+)
 from memory_bank.summaries.chunking import Chunker, Unit
 from memory_bank.summaries.config import SummaryConfig
-from memory_bank.summaries.errors import ContextTooSmallError, SummaryError, SummaryTimeoutError
+from memory_bank.summaries.errors import (
+    ContextTooSmallError,
+    SummaryError,
+    SummaryStoppedError,
+    SummaryTimeoutError,
+)
 from memory_bank.summaries.prompts import Task, language_pack
 from memory_bank.summaries.state import (
     DAILY_KINDS,
@@ -69,6 +82,20 @@ class Failure:
 
 
 @dataclasses.dataclass
+class CallRecord:
+    """One LLM call (one attempt) of a run: what it cost and how it ended, so a slow run can be
+    read call by call (``scripts/bench_summarize.py`` prints them)."""
+
+    task: str
+    attempt: int
+    prompt_tokens: int
+    output_tokens: int
+    seconds: float
+    #: ``ok``, ``copy`` (kept only as a last resort) or the error that refused the answer
+    outcome: str
+
+
+@dataclasses.dataclass
 class SummaryReport:
     """What one :meth:`Summarizer.summarize_user` run did."""
 
@@ -83,6 +110,8 @@ class SummaryReport:
     weak: list[str] = dataclasses.field(default_factory=list)
     calls: int = 0
     seconds: float = 0.0
+    #: every LLM call of the run, in order
+    attempts: list[CallRecord] = dataclasses.field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -90,6 +119,46 @@ class SummaryReport:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+
+def shorten(text: str, limit: int | None) -> str:
+    """``text`` cut to about ``limit`` characters at a sentence end (else a space), marked with "…"."""
+    text = " ".join(text.split())
+    if not limit or len(text) <= limit:
+        return text
+    cut = text[:limit]
+    ends = [i + 1 for i, ch in enumerate(cut) if ch in ".!?。！？"]
+    if ends and ends[-1] >= limit // 3:
+        return cut[: ends[-1]] + " …"
+    space = cut.rfind(" ")
+    return (cut[:space] if space >= limit // 3 else cut).rstrip() + "…"
+
+
+def combine_reports(reports: Sequence[SummaryReport]) -> SummaryReport:
+    """One report for several runs of one user (the finished days, then today and the globals)."""
+    out = SummaryReport(user=reports[0].user, today=reports[0].today)
+    for r in reports:
+        for name in ("days", "written", "deleted", "failed", "changed", "weak", "attempts"):
+            getattr(out, name).extend(getattr(r, name))
+        out.calls += r.calls
+        out.seconds = round(out.seconds + r.seconds, 3)
+    return out
+
+
+class _TokenCount(BaseCallbackHandler):
+    """Counts the streamed pieces of one call (one per token with llama.cpp and OpenAI servers),
+    and ends the call at once when the summariser is stopped (the error propagates)."""
+
+    raise_error = True
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.tokens = 0
+        self.stop = stop
+
+    def on_llm_new_token(self, token: Any, **kwargs: Any) -> None:
+        self.tokens += 1
+        if self.stop.is_set():
+            raise SummaryStoppedError("the summariser was stopped")
 
 
 class _Deadline(BaseCallbackHandler):
@@ -145,17 +214,27 @@ class Summarizer:
         self.config = config or SummaryConfig()
         self.language = language or self.config.language or bank.config.language
         self.pack = language_pack(self.language)
-        cap = self.config.max_output_tokens
-        self.chains = build_chains(
-            chat_model.bind(max_tokens=self._output_tokens()) if cap else chat_model,  # type: ignore[arg-type]
-            self.pack.code,
-            max_chars=self.config.max_summary_chars,
-            min_words=self.config.min_words,
-        )
+        self.chains = {
+            task: build_chain(
+                task,
+                chat_model.bind(max_tokens=self.answer_tokens(task)),  # type: ignore[arg-type]
+                self.pack.code,
+                max_chars=self.config.max_summary_chars,
+                min_words=self.config.min_words,
+            )
+            for task in Task
+        }
         self._sleep = sleep
         self._chunker = Chunker(self._tokens)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
+        #: set by :meth:`stop`: calls end at their next token, no new one starts
+        self.stopped = threading.Event()
+
+    def stop(self) -> None:
+        """Stop making summaries (at shutdown): the call under way ends at its next token,
+        every layer written so far is kept and the rest stay due for the next run."""
+        self.stopped.set()
 
     # -- what is due --------------------------------------------------------------------------
     def due_days(self, user: str, today: dt.date | dt.datetime | str | None = None) -> list[str]:
@@ -238,7 +317,8 @@ class Summarizer:
             label=self.pack.user_label, text=m.query if m.query is not None else m.text
         )
         if m.response:
-            text += "\n" + self.pack.item.format(label=self.pack.ai_label, text=m.response)
+            reply = shorten(m.response, self.config.max_reply_chars)
+            text += "\n" + self.pack.item.format(label=self.pack.ai_label, text=reply)
         return text
 
     def _summarize_day(
@@ -251,6 +331,8 @@ class Summarizer:
             task, merge = _TASKS[kind]
             try:
                 text = self._condense(task, merge, units, {"date": day}, report)
+            except SummaryStoppedError:
+                raise
             except Exception as e:  # reported and retried next run; chat goes on
                 logger.warning("could not make the %s of %r for %s: %s", kind.value, user, day, e)
                 report.failed.append(Failure(kind.value, day, f"{type(e).__name__}: {e}"))
@@ -294,6 +376,8 @@ class Summarizer:
             variables = {"period": self.pack.period.format(first=first, last=last)}
             try:
                 text = self._condense(task, merge, units, variables, report)
+            except SummaryStoppedError:
+                raise
             except Exception as e:  # reported and retried next run
                 logger.warning("could not make the %s of %r: %s", kind.value, user, e)
                 report.failed.append(Failure(kind.value, None, f"{type(e).__name__}: {e}"))
@@ -317,6 +401,13 @@ class Summarizer:
         cap = self.config.max_output_tokens
         return min(tokens, cap) if cap else tokens
 
+    def answer_tokens(self, task: Task) -> int:
+        """The answer cap of ``task``: its ``task_output_tokens`` entry, at most :meth:`_output_tokens`.
+        Fewer output tokens are most of a small model's time, and a summary needs few."""
+        cap = self.config.task_output_tokens.get(task.value)  # type: ignore[call-overload]
+        tokens = self._output_tokens()
+        return min(tokens, cap) if cap else tokens
+
     def budget(self, task: Task, variables: dict[str, str]) -> int:
         """Tokens left for the material of one ``task`` call: the context minus the answer, the
         prompt around the material and a safety margin."""
@@ -327,12 +418,12 @@ class Summarizer:
             **{
                 **variables,
                 "part_note": self.pack.part_note.format(part=10, parts=10),
-                "retry_note": self.pack.retry_note,
+                "retry_note": max([self.pack.retry_note, *self.pack.retry_notes.values()], key=len),
             }
         )
         messages = build_prompt(task, self.pack.code).format_messages(**sample)
         overhead = sum(self._tokens(str(m.content)) + _TOKENS_PER_MESSAGE for m in messages)
-        room = int(context or 0) - self._output_tokens() - overhead - self.config.safety_tokens
+        room = int(context or 0) - self.answer_tokens(task) - overhead - self.config.safety_tokens
         cap = self.config.max_input_tokens
         return min(room, cap) if cap else room
 
@@ -350,7 +441,7 @@ class Summarizer:
         content = "\n".join(u.text for u in units)
         if self._tokens(content) <= budget:
             return self._call(task, prompt_inputs(**variables, content=content), report)
-        if budget < 2 * (self._output_tokens() + 16):  # two partial answers must fit to combine
+        if budget < 2 * (self.answer_tokens(merge) + 16):  # two partial answers must fit to combine
             raise ContextTooSmallError(
                 f"the model's context leaves only {budget} tokens for the material of {task.value}; "
                 "use a model with a larger context (n_ctx / context_tokens) or lower max_tokens"
@@ -374,44 +465,81 @@ class Summarizer:
         logger.info("%s: material split into %d chunks (budget %d tokens)", task.value, len(chunks), budget)
         return self._condense(merge, merge, partials, variables, report, depth + 1)
 
+    def _prompt_tokens(self, task: Task, inputs: dict[str, str]) -> int:
+        messages = build_prompt(task, self.pack.code).format_messages(**inputs)
+        return sum(self._tokens(str(m.content)) + _TOKENS_PER_MESSAGE for m in messages)
+
     # -- one LLM call, retried -------------------------------------------------------------------
     def _call(self, task: Task, inputs: dict[str, str], report: SummaryReport) -> str:
         """One answer for ``task``, retried with backoff on errors, timeouts and junk. An answer
-        that merely copies part of the material is retried too, but kept as a last resort."""
+        that merely copies part of the material is retried too, but kept as a last resort. A
+        background call that gave way to a chat reply (:class:`PreemptedError`) is redone as
+        the same attempt once the model is free."""
         attempts = self.config.max_attempts
         error: Exception | None = None
         fallback: str | None = None
-        for attempt in range(1, attempts + 1):
-            config: Any = None
+        attempt = 0
+        while attempt < attempts:
+            attempt += 1
+            if self.stopped.is_set():
+                raise SummaryStoppedError("the summariser was stopped")
+            counter = _TokenCount(self.stopped)
+            callbacks: list[BaseCallbackHandler] = [counter]
             if self.config.call_timeout_s:
-                config = {
-                    "callbacks": [_Deadline(self.config.call_timeout_s)],
-                    "run_name": f"memorybank.{task.value}",
-                }
+                callbacks.append(_Deadline(self.config.call_timeout_s))
+            config: Any = {"callbacks": callbacks, "run_name": f"memorybank.{task.value}"}
             report.calls += 1
-            if attempt > 1:
-                inputs = {**inputs, "retry_note": self.pack.retry_note}
+            if attempt > 1:  # say what was wrong: the same prompt again mostly gets the same answer
+                inputs = {
+                    **inputs,
+                    "retry_note": self.pack.retry_notes.get(retry_kind(error) or "", self.pack.retry_note),
+                }
+            started = time.monotonic()
+            outcome = "ok"
             try:
                 # stream(), not invoke(): every model that can stream does, so the deadline
                 # callback sees tokens and can stop a runaway call; the parser yields once.
                 answer = "".join(self.chains[task].stream(inputs, config=config))
                 if not copies_material(answer, inputs["content"]):
                     return answer
-                fallback = answer
-                error = OutputParserException(f"the answer copies part of the material: {answer[:120]!r}")
+                fallback, outcome = answer, "copy"
+                error = OutputParserException(f"the answer {COPY}: {answer[:120]!r}")
+            except PreemptedError:
+                outcome = "preempted"
+            except SummaryStoppedError:
+                outcome = "stopped"
+                raise
             except Exception as e:  # timeouts, API errors and junk are all retried
                 error = e
+                outcome = f"{type(e).__name__}: {str(e)[:160]}"
+            finally:
+                report.attempts.append(
+                    CallRecord(
+                        task=task.value,
+                        attempt=attempt,
+                        prompt_tokens=self._prompt_tokens(task, inputs),
+                        output_tokens=counter.tokens,
+                        seconds=round(time.monotonic() - started, 3),
+                        outcome=outcome,
+                    )
+                )
+            if outcome == "preempted":  # not a failed attempt: the model waits for the reply to finish
+                attempt -= 1
+                continue
             logger.info(
                 "%s attempt %d/%d failed: %s: %s", task.value, attempt, attempts, type(error).__name__, error
             )
-            if attempt < attempts:
+            if isinstance(error, SummaryTimeoutError):  # the same call would run out again: later
+                break
+            if attempt < attempts and not isinstance(error, OutputParserException):
+                # back off for API and server errors only; a junk answer is retried at once
                 self._sleep(min(self.config.max_backoff_s, self.config.backoff_s * 2 ** (attempt - 1)))
         if fallback is not None:
             logger.warning("%s: every answer copied part of the material; keeping the last copy", task.value)
             report.weak.append(task.value)
             return fallback
         raise SummaryError(
-            f"{task.value} failed after {attempts} attempts: {type(error).__name__}: {error}"
+            f"{task.value} failed after {attempt} attempt(s): {type(error).__name__}: {error}"
         ) from error
 
 

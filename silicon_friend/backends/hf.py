@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from pydantic import ConfigDict, PrivateAttr
 
+from memory_bank.model_lock import ModelLock
 from silicon_friend.errors import ModelError, SiliconFriendError
 
 logger = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ class HFChatModel(BaseChatModel):
     n_ctx: int | None = None
     seed: int | None = None
     _chat: Any = PrivateAttr(default=None)
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _lock: ModelLock = PrivateAttr(default_factory=ModelLock)
 
     @classmethod
     def load(
@@ -204,6 +204,7 @@ class HFChatModel(BaseChatModel):
             try:
                 text, sent = "", 0
                 for piece in stream:
+                    self._lock.check()  # a background summary gives way to a waiting chat reply
                     text += piece
                     visible = text.lstrip()  # generate() strips the reply; match it
                     cut = cut_at_stop(visible, stops)

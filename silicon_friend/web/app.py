@@ -37,7 +37,7 @@ import gradio as gr
 from memory_bank.errors import MemoryBankError
 from memory_bank.text import validate_user
 from silicon_friend.engine import ChatSettings, Session, SiliconFriend, Turn
-from silicon_friend.errors import SessionEndedError, SummaryFailedError
+from silicon_friend.errors import SessionEndedError
 from silicon_friend.memories import export_bytes
 from silicon_friend.web.downloads import DownloadStore
 from silicon_friend.web.i18n import Translations
@@ -46,6 +46,7 @@ from silicon_friend.web.memory_tab import MemoryTab
 from silicon_friend.web.refusal import Refused
 from silicon_friend.web.safe_text import inert_markdown
 from silicon_friend.web.sessions import SessionRegistry, WebSession
+from silicon_friend.web.summary_state import POLL_SECONDS, failure_toast, summary_line
 from silicon_friend.web.texts import LANGUAGES, UI, UITexts, ui_texts
 
 logger = logging.getLogger(__name__)
@@ -170,8 +171,14 @@ class WebApp:
         return ui_texts(language) if language else self.texts
 
     def _open(self, tab: WebSession, user: str) -> Session:
-        """A new session of ``user`` in ``tab``, showing their recent conversation."""
+        """A new session of ``user`` in ``tab``, showing their recent conversation. When the
+        sign-in queues summaries (unsummarised days, e.g. just imported), the tab follows that
+        run from its start, so a failure in it raises a toast here."""
+        before = self.engine.summary_status(user)
         tab.session = self.engine.start(user)
+        after = self.engine.summary_status(user)
+        if before is not None and after is not None and after.version != before.version:
+            tab.summary_seen = (tab.session.user, before.version, "")
         tab.session.temporary = tab.temporary
         self.engine.resume(tab.session, self.engine.settings.history_turns)
         return tab.session
@@ -484,31 +491,57 @@ class WebApp:
             self.engine.remove_last_turn(session)
         return self._render_tab(request)
 
-    def summarize(self, name: str, request: gr.Request, progress: Any = gr.Progress()) -> Any:  # noqa: B008
-        """Summarise now with a progress bar; a failure is a toast, and what was made is shown."""
+    def summarize(self, name: str, request: gr.Request) -> Any:
+        """"Summarize Memory Bank": queue every unsummarised day, today included, on the
+        background worker and return at once; the state line shows the progress and any failure."""
         t = self._t(request)
-
-        def report(done: int, total: int) -> None:
-            progress((done, total), desc=t.summarizing.format(done=done, total=total))
-
         try:
             session = self._session(name, request)
-            profile = self.engine.summarize(session, progress=report)
+            self.engine.summarize_in_background(session)
         except Refused as e:
             self._warn(str(e))
             return gr.update()
-        except SummaryFailedError as e:  # some were made: show them with the failure
+        except MemoryBankError as e:  # no memories yet, or summaries off
             self._warn(str(e))
-            profile = e.profile
-        except MemoryBankError as e:  # every one failed, or a timeout: the old summaries stay, shown
-            self._warn(t.summary_failed.format(error=e))
-            if not self.engine.bank.has_user(session.user):
-                return gr.update()
-            profile = self.engine.bank.profile(session.user)
+            return gr.update()
+        gr.Info(t.summary_started)
+        return self._summary_md(session.user, t)
+
+    def _summary_md(self, user: str, t: UITexts, status: Any = None) -> str:
+        """The chat tab's summary area: the background state, then the global layers (empty
+        until a summary run was asked for in this run of the app)."""
+        status = status if status is not None else self.engine.summary_status(user)
+        line = summary_line(status, t)
+        if not line or not self.engine.bank.has_user(user):
+            return line
+        profile = self.engine.bank.profile(user)
         return (
-            f"**{t.summary_title}**\n\n{inert_markdown(profile['global_summary']) or t.no_summary}\n\n"
+            f"{line}\n\n**{t.summary_title}**\n\n{inert_markdown(profile['global_summary']) or t.no_summary}\n\n"
             f"**{t.portrait_title}**\n\n{inert_markdown(profile['global_portrait']) or t.no_summary}"
         )
+
+    def summary_tick(self, request: gr.Request) -> tuple[Any, ...]:
+        """The timer's check of the background summaries: redraw the chat tab's summary area,
+        "What I know about you" and the state line when the state changed (else nothing), and
+        toast a run that ended with failures. Outputs: (summary, knows, state line)."""
+        keep = (gr.update(),) * 3
+        session = self._current(request)
+        status = self.engine.summary_status(session.user) if session is not None else None
+        if session is None or status is None:
+            return keep
+        tab, t = self._tab(request), self._t(request)
+        seen = (session.user, status.version, t.language)
+        if tab.summary_seen == seen:
+            return keep
+        first_sight = tab.summary_seen is None or tab.summary_seen[0] != session.user
+        tab.summary_seen = seen
+        if not self.engine.bank.has_user(session.user):  # forgotten: nothing to show
+            return "", gr.update(), ""
+        toast = None if first_sight else failure_toast(status, t)
+        if toast:
+            self._warn(toast)
+        knows = self.memory_tab.knows_md(session.user, t)
+        return self._summary_md(session.user, t, status), knows, summary_line(status, t)
 
     # -- memory handlers (the rest of the tab is silicon_friend.web.memory_tab) ------------------
     def export(self, name: str, request: gr.Request) -> Any:
@@ -694,8 +727,14 @@ class WebApp:
                 self.regenerate, [name, *sliders], [chatbot, message], show_progress="minimal", **chat_limit
             )
             remove.click(self.remove_last, None, [chatbot])
-            summarize.click(self.summarize, [name], [summary], **chat_limit).then(
-                self.memory_tab.memories, self.memory_tab.inputs, memory_outputs, **quiet
+            summarize.click(self.summarize, [name], [summary], **quiet)
+            timer = gr.Timer(POLL_SECONDS)  # the background summaries' state, redrawn when it changes
+            timer.tick(
+                self.summary_tick,
+                None,
+                [summary, self.memory_tab.knows, self.memory_tab.state],
+                show_progress="hidden",
+                concurrency_limit=None,
             )
             export.click(self.export, [name], [export_link], **quiet)
             forget.click(

@@ -172,6 +172,8 @@ class MemoryTab:
         #: The components :meth:`view` fills, and the inputs of :meth:`memories` (set by :meth:`build`).
         self.outputs: list[Any] = []
         self.inputs: list[Any] = []
+        self.knows: Any = None
+        self.state: Any = None
         #: The handler that shows the tab: ``(name, value, search, kind, status, from, to, page, request)``.
         self.by_name = self.handlers()
         self.memories = self.by_name["memories"]
@@ -211,6 +213,10 @@ class MemoryTab:
             out.append(f"*{t.stale_note}*")
         return "\n\n".join(out)
 
+    def knows_md(self, user: str, ui: "UITexts") -> str:
+        """"What I know about you" for ``user``, read from the store now."""
+        return self._knowledge_md(knowledge(self.bank, user), ui)
+
     def _table(self, page: Page, t: MemoryTabTexts) -> dict[str, Any]:
         rows = [
             [
@@ -238,7 +244,7 @@ class MemoryTab:
 
     def _detail(self, user: str, memory: Memory, t: MemoryTabTexts) -> str:
         why = self.bank.explain(user, memory.memory_id).to_dict()
-        facts = t.facts.format(
+        facts = (t.facts_off if why.get("mode") == "off" else t.facts).format(
             strength=why["strength"],
             recalls=why["recalls"],
             last=memory.last_recall_date or "—",
@@ -480,6 +486,9 @@ class MemoryTab:
         # A filter changed while the last view is still being made is applied after it, not dropped.
         quiet: dict[str, Any] = {"show_progress": "hidden", "trigger_mode": "always_last"}
         knows = gr.Markdown(elem_id="sf-knows")
+        #: the background summaries' state line (filled by the app's timer, like ``knows``)
+        self.state = gr.Markdown(elem_id="sf-summary-state")
+        self.knows = knows
         with gr.Row():
             new_memory = tr.add(
                 gr.Textbox(label=t.add_label, placeholder=t.add_placeholder, scale=5, elem_id="sf-add-text"),

@@ -34,6 +34,8 @@ class WebSession:
     language: str | None = None  # the tab's UI language (None: the app's)
     temporary: bool = False  # temporary chat switched on in this tab
     closed: bool = False  # the tab was closed: messages still waiting are dropped, unanswered
+    #: (user, state version, language) of the background-summary state this tab shows
+    summary_seen: tuple[str, int, str] | None = None
     _next: int = 0
     _serving: int = 0
     _skipped: set[int] = dataclasses.field(default_factory=set)

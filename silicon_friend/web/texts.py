@@ -62,6 +62,8 @@ class MemoryTabTexts:
     statuses: dict[str, str]
     why_title: str
     facts: str
+    #: the facts line when forgetting is off (no time scale: nothing fades)
+    facts_off: str
     edit_label: str
     save: str
     saved: str
@@ -112,6 +114,7 @@ MEMORY_UI: dict[str, MemoryTabTexts] = {
         statuses={"all": "All", "kept": "kept", "forgotten": "forgotten", "hidden": "hidden"},
         why_title="Why it fades",
         facts="strength {strength} · recalls {recalls} · last recall {last} · time scale {days} day(s) · retention {r}",
+        facts_off="strength {strength} · recalls {recalls} · last recall {last} · forgetting is off: it never fades",
         edit_label="Edit the text",
         save="Save changes",
         saved="Saved the new text.",
@@ -175,6 +178,7 @@ MEMORY_UI: dict[str, MemoryTabTexts] = {
         statuses={"all": "全部", "kept": "保留", "forgotten": "已遗忘", "hidden": "已隐藏"},
         why_title="为何会淡忘",
         facts="强度 {strength} · 回忆 {recalls} 次 · 上次回忆 {last} · 时间尺度 {days} 天 · 保持率 {r}",
+        facts_off="强度 {strength} · 回忆 {recalls} 次 · 上次回忆 {last} · 遗忘已关闭：它不会淡忘",
         edit_label="编辑内容",
         save="保存修改",
         saved="已保存新内容。",
@@ -268,6 +272,16 @@ class UITexts:
     session_ended: str
     summarizing: str
     summary_failed: str
+    #: the background summariser's state (``silicon_friend.web.summary_state``)
+    summary_queued: str
+    summary_running: str
+    summary_done: str
+    summary_up_to_date: str
+    summary_some_failed: str
+    summary_error: str
+    summary_started: str
+    #: why a summary failed, by kind (``voice``, ``pet``, ``echo``, ``copy``, ``timeout``)
+    summary_reasons: dict[str, str]
     #: The language's code (the plot's words are picked by it).
     language: str
     #: The "My memories" tab's texts in the same language.
@@ -348,6 +362,26 @@ UI: dict[str, UITexts] = {
         session_ended="Your memories were deleted: this message was not sent. Enter your name to start again.",
         summarizing="Summarizing: step {done} of {total}",
         summary_failed="Summarizing failed; your previous summaries are kept. ({error})",
+        summary_queued="🕓 Your summaries are queued: they are written in the background, and you can keep chatting.",
+        summary_running=(
+            "⏳ Writing your summaries in the background: step {done} of {total} (one per day, then your "
+            "portrait and the overview). You can keep chatting."
+        ),
+        summary_done="✓ Summaries up to date: {n} written in {seconds} s.",
+        summary_up_to_date="✓ Summaries up to date.",
+        summary_some_failed=(
+            "⚠️ {n} of the summaries could not be made ({first}); they keep their previous text and are "
+            "tried again at the next summary."
+        ),
+        summary_error="⚠️ Making summaries failed ({error}); your memories are intact, and it is tried again later.",
+        summary_started="Summarizing in the background: the progress is shown here and on “My memories”. You can keep chatting.",
+        summary_reasons={
+            "voice": "the model kept talking to you instead of describing you",
+            "pet": "the model kept describing your pet instead of you",
+            "echo": "the model kept repeating its instructions",
+            "copy": "the model kept copying the dialogue",
+            "timeout": "the model took too long",
+        },
         language="en",
         memory=MEMORY_UI["en"],
     ),
@@ -421,6 +455,20 @@ UI: dict[str, UITexts] = {
         session_ended="你的记忆已被删除：这条消息没有发送。请输入名字重新开始。",
         summarizing="正在总结：第 {done}/{total} 步",
         summary_failed="总结失败，之前的总结都保留着。（{error}）",
+        summary_queued="🕓 你的总结已排队：会在后台撰写，你可以继续聊天。",
+        summary_running="⏳ 正在后台撰写你的总结：第 {done}/{total} 步（每天一步，最后是性格画像和事件总览）。你可以继续聊天。",
+        summary_done="✓ 总结已是最新：写入了 {n} 条，用时 {seconds} 秒。",
+        summary_up_to_date="✓ 总结已是最新。",
+        summary_some_failed="⚠️ 有 {n} 条总结没能生成（{first}）；它们保留之前的内容，下次总结时会再试。",
+        summary_error="⚠️ 生成总结失败（{error}）；你的记忆完好无损，稍后会再试。",
+        summary_started="正在后台总结：进度显示在这里和“我的记忆”页。你可以继续聊天。",
+        summary_reasons={
+            "voice": "模型总是在对你说话，而不是描述你",
+            "pet": "模型总是在描述你的宠物，而不是你",
+            "echo": "模型总是在重复它的指令",
+            "copy": "模型总是在照抄对话",
+            "timeout": "模型用时太长",
+        },
         language="zh",
         memory=MEMORY_UI["zh"],
     ),

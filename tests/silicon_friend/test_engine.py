@@ -238,8 +238,8 @@ class RecordingScheduler:
         self.calls.append((user, day))
         return True
 
-    def close(self) -> None:
-        self.closed = True
+    def close(self, wait: bool = True) -> None:
+        self.closed, self.waited = True, wait
 
 
 def test_each_stored_turn_is_reported_to_the_scheduler(make_engine, clock) -> None:  # type: ignore[no-untyped-def]
@@ -251,6 +251,7 @@ def test_each_stored_turn_is_reported_to_the_scheduler(make_engine, clock) -> No
     engine.reply(session, "day two")
     engine.close()
     assert [str(d) for _, d in scheduler.calls] == ["2023-05-01", "2023-05-02"] and scheduler.closed
+    assert not scheduler.waited  # shutting down does not wait for summaries still to be made
 
 
 def test_day_rollover_summarises_the_finished_day_in_the_background(make_engine, bank, clock) -> None:  # type: ignore[no-untyped-def]

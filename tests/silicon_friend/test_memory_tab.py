@@ -231,3 +231,16 @@ def test_with_login_the_tab_acts_for_the_signed_in_user(forgetting_bank) -> None
         app.memory_tab.handlers()["save"]("bob", "edited by ann", *FORM, bob)
     assert [m.query for m in forgetting_bank.history("bob")] == ["bob's diary"]
     assert "edited" not in " ".join(m.text for m in forgetting_bank.history("ann"))
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_with_forgetting_off_the_detail_says_so_instead_of_a_time_scale(tmp_path, language) -> None:  # type: ignore[no-untyped-def]
+    t = memory_texts(language)
+    with MemoryBank.open(
+        tmp_path / "off", encoder_instance=HashingEncoder(64), clock=lambda: NOW, forgetting={"mode": "off"}
+    ) as bank:
+        memory = bank.add_turn("Emily", "I adopted a cat named Miso.", "Lovely!", at="2023-04-28T10:00")
+        detail = make_app(bank, language).memory_tab._detail("Emily", memory, t)
+    assert t.facts_off.split("{")[-1].split("}")[-1].strip(" ·") in detail  # "forgetting is off: it never fades"
+    assert t.facts.split("{days}")[0].split("}")[-1].strip(" ·") not in detail  # no "time scale 1 day(s)"
+    assert t.reasons.off in detail

@@ -245,17 +245,29 @@ def test_the_app_builds_with_title_and_labels(engine) -> None:  # type: ignore[n
         assert label in labels
 
 
-def test_summarize_memory_bank_button(make_engine, bank) -> None:  # type: ignore[no-untyped-def]
-    from memory_bank.summaries import Summarizer
+def background_engine(make_engine, bank, model):  # type: ignore[no-untyped-def]
+    from memory_bank.summaries import RolloverScheduler, Summarizer
 
+    summarizer = Summarizer(bank, model, "en", sleep=lambda _s: None)
+    return make_engine(model, summarizer=summarizer, scheduler=RolloverScheduler(summarizer))
+
+
+def test_summarize_memory_bank_button_works_in_the_background(make_engine, bank) -> None:  # type: ignore[no-untyped-def]
     model = EchoChatModel(reply="The user adopted a cat called Miso and is very happy about it.")
-    app = WebApp(make_engine(model, summarizer=Summarizer(bank, model, "en", sleep=lambda _s: None)))
+    engine = background_engine(make_engine, bank, model)
+    app = WebApp(engine)
     with pytest.warns(UserWarning, match="no memories"):
         app.summarize("Emily", ANON)
     send(app, "I adopted a cat named Miso.")
-    text = app.summarize("Emily", ANON)
+    first = app.summarize("Emily", ANON)  # returns at once, with the state
+    assert "in the background" in first or "Summaries up to date" in first
+    assert engine.scheduler.wait(10)
+    text, knows, line = app.summary_tick(ANON)
+    assert line.startswith("✓ Summaries up to date: 4 written")  # today's two layers, then the two global ones
     assert "**Summary of past events**" in text and "adopted a cat called Miso" in text
-    assert "(not summarised yet)" not in text
+    assert "adopted a cat called Miso" in knows and "(not summarised yet)" not in text
+    assert app.summary_tick(ANON) == (gr.update(),) * 3  # nothing changed: nothing redrawn
+    engine.close()
 
 
 def test_a_refused_message_is_given_back(engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -306,12 +318,10 @@ def warnings_none():  # type: ignore[no-untyped-def]
         yield
 
 
-def test_summarize_shows_progress_and_a_failure_keeps_the_old_summaries(make_engine, bank) -> None:  # type: ignore[no-untyped-def]
+def test_a_failed_background_summary_is_shown_and_the_old_summaries_stay(make_engine, bank) -> None:  # type: ignore[no-untyped-def]
     from langchain_core.language_models import FakeListChatModel
 
     from memory_bank import MemoryKind
-    from memory_bank.summaries import Summarizer
-    from silicon_friend.errors import SummaryFailedError
 
     bank.add_turn("Emily", "I adopted a cat named Miso.", "Lovely!", at="2023-04-28T10:00")
     bank.add_turn("Emily", "Miso slept on my keyboard.", "Cats love warm places!", at="2023-04-29T10:00")
@@ -323,19 +333,17 @@ def test_summarize_shows_progress_and_a_failure_keeps_the_old_summaries(make_eng
             "That sounds lovely! You must be happy.",
         ]
     )
-    engine = make_engine(summarizer=Summarizer(bank, weak, "en", sleep=lambda _s: None))
+    engine = background_engine(make_engine, bank, weak)
     app = WebApp(engine)
-    steps: list[tuple[int, int]] = []
-    with pytest.raises(SummaryFailedError, match="2 of the summaries failed and kept their previous text"):
-        engine.summarize(engine.start("Emily"), progress=lambda done, total: steps.append((done, total)))
-    assert steps[0] == (0, 3) and steps[-1] == (3, 3)  # two finished days, then the global layers
-    with pytest.warns(
-        UserWarning, match="previous summaries are kept.*companion's voice"
-    ):  # shown, with what is kept
-        assert "Emily is warm and caring." in app.summarize("Emily", ANON)
+    app.remember("Emily", ANON)  # signing in queues the two unsummarised days
+    assert app.summary_tick(ANON)[2]  # the state line shows the run (queued, running or done)
+    assert engine.scheduler.wait(20)
+    status = engine.summary_status("Emily")
+    assert status.state == "done" and status.report.failed and (status.done, status.total) == (3, 3)
+    with pytest.warns(UserWarning, match="could not be made.*keep their previous text"):  # a toast, once
+        text, knows, line = app.summary_tick(ANON)
+    assert line.startswith("⚠️ 2 of the summaries could not be made (day’s mood 2023-04-28: the model kept")
+    assert "Emily is warm and caring." in text and "Emily is warm and caring." in knows
     assert bank.profile("Emily")["global_portrait"] == "Emily is warm and caring."  # the old one stays
-    weak.responses = ["Miso is a playful and curious cat who loves naps."]
-    bank.set_layer("Emily", MemoryKind.DAILY_SUMMARY, "", date="2023-04-28")
-    engine.summarizer.summarize_globals("Emily", force=True)
-    assert bank.profile("Emily")["global_portrait"] == "Emily is warm and caring."
-    assert all(not m.text for m, _ in bank.memories("Emily", kinds=[MemoryKind.DAILY_PERSONALITY]))
+    assert len(bank.history("Emily")) == 2  # no turn lost
+    engine.close()

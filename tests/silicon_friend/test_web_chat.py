@@ -216,3 +216,25 @@ def test_a_message_waiting_when_its_tab_closes_is_never_answered_nor_stored(make
     assert [m.query for m in history] == ["one two three four five six seven"]  # ...and stored
     assert history[0].response == "Echo: one two three four five six seven"
     assert results  # the waiting one ended without a reply: it was only ever shown as queued
+
+
+def test_a_turn_stopped_before_any_text_says_so_after_a_reload(make_engine) -> None:  # type: ignore[no-untyped-def]
+    model = EchoChatModel(mode="hang")
+    app = WebApp(make_engine(model))
+    app.remember("Emily", ANON)
+    sending = threading.Thread(target=lambda: list(app.send("Are you there?", "Emily", *SLIDERS, ANON)))
+    sending.start()
+    while not model.calls:  # the model is asked, and says nothing yet
+        time.sleep(0.01)
+    app.stop(ANON)
+    model.release()
+    sending.join(10)
+    stopped = UI["en"].stopped
+
+    def replies(chat):  # type: ignore[no-untyped-def]
+        return [m["content"] for m in chat if m["role"] == "assistant" and "metadata" not in m]
+
+    assert replies(app._render_tab(ANON)) == [stopped]  # live
+    _, _, chatbot = app.on_load("Emily", gr.Request(session_hash="reloaded"))
+    assert replies(chatbot) == [stopped]  # and after a reload, not an empty bubble
+    assert app.engine.bank.history("Emily")[0].response == ""

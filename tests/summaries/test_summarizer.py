@@ -119,14 +119,14 @@ def test_forgotten_layers_are_not_revived(make_bank, fake) -> None:  # type: ign
     assert len(fake.prompts) - calls <= 1  # at most the global event summary follows the forgetting
 
 
-def test_retries_with_backoff_then_success(bank) -> None:  # type: ignore[no-untyped-def]
+def test_retries_back_off_after_errors_and_at_once_after_junk(bank) -> None:  # type: ignore[no-untyped-def]
     add_days(bank, days={"2023-04-27": ["I adopted MISO."]})
     waits: list[float] = []
     model = ScriptedChatModel(responses=[TimeoutError("read timed out"), "", "As an AI language model, no."])
     s = Summarizer(bank, model, "en", config=SummaryConfig(backoff_s=1.0, max_attempts=4), sleep=waits.append)
     report = s.summarize_user("Emily")
     assert report.ok and report.calls == 4 + 3  # the first layer needed 4 tries, the rest one each
-    assert waits == [1.0, 2.0, 4.0]
+    assert waits == [1.0]  # after the server's timeout; the empty and the refusal are retried at once
     retried = [p for p in model.prompts if "Use your own words" in p]
     assert (
         len(retried) == 3 and "Use your own words" not in model.prompts[0]
@@ -202,7 +202,8 @@ def test_a_long_day_is_summarised_in_chunks_that_fit(bank) -> None:  # type: ign
 def test_many_days_make_a_chunked_global_summary(bank) -> None:  # type: ignore[no-untyped-def]
     days = {f"2023-04-{d:02d}": [f"Day {d} topic TOPIC{chr(64 + d)}Z"] for d in range(1, 21)}
     add_days(bank, days=days)
-    model = ScriptedChatModel(context_window=200, max_tokens=20)
+    # (room for the longest retry note, which says what was wrong with a refused answer)
+    model = ScriptedChatModel(context_window=220, max_tokens=20)
     report = Summarizer(
         bank, model, "en", config=NO_WAIT.model_copy(update={"safety_tokens": 8})
     ).summarize_user("Emily")
@@ -212,7 +213,7 @@ def test_many_days_make_a_chunked_global_summary(bank) -> None:  # type: ignore[
     assert any(
         " to 2023-04-" in p.split("Daily event summaries:")[1] for p in globals_
     )  # periods label the groups
-    assert all(model.count_tokens(p) + 20 <= 200 for p in model.prompts)
+    assert all(model.count_tokens(p) + 20 <= 220 for p in model.prompts)
 
 
 def test_context_too_small_is_reported_not_raised(bank) -> None:  # type: ignore[no-untyped-def]
