@@ -132,20 +132,3 @@ def gaps(ranges: Sequence[tuple[int, int]], after: int, upto: int | None) -> lis
     if upto is None or lo < upto:
         out.append((lo, upto))
     return out
-
-
-def chunks(rowids: np.ndarray, lo: int, hi: int | None) -> list[tuple[int, int, slice]]:
-    """How to seal the memories ``rowids`` (ascending) of the uncovered range ``(lo, hi]``:
-    ``(first, last, slice of rowids)`` per block, ranges tiling ``(lo, ...]`` in order. Full
-    blocks only where the range is open-ended (the newest memories wait for a full block); a
-    bounded gap is sealed to its end."""
-    out: list[tuple[int, int, slice]] = []
-    start, first = 0, lo + 1
-    while start < len(rowids):
-        end = min(start + BLOCK, len(rowids))
-        if end - start < BLOCK and hi is None:
-            break
-        last = int(rowids[end - 1]) if (end < len(rowids) or hi is None) else hi
-        out.append((first, last, slice(start, end)))
-        first, start = last + 1, end
-    return out

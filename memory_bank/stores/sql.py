@@ -1096,39 +1096,39 @@ class SQLStorage(Storage):
 
     def _seal_gap(self, c: Cursor, user_id: int, encoder: str, lo: int, hi: int | None) -> int:
         """Write the blocks of the uncovered rowid range ``(lo, hi]`` (every memory with a
-        vector of ``encoder``, whatever its tier or kind); returns how many memories they hold."""
+        vector of ``encoder``, whatever its tier or kind), one block's rows read at a time;
+        returns how many memories they hold. An open range (the newest memories) gets full
+        blocks only; a bounded gap is sealed to its end."""
         upto = "" if hi is None else " AND m.id <= ?"
-        rows = c.execute(
-            f"SELECT m.id, e.vector, m.kind, m.date, m.turn FROM memories m{self.ROWID_ORDER_HINT} "
-            "JOIN embeddings e ON e.memory_rowid = m.id "
-            f"WHERE m.user_id = ? AND m.id > ?{upto} AND e.encoder = ? ORDER BY m.id",
-            (user_id, int(lo), *(() if hi is None else (int(hi),)), encoder),
-        ).fetchall()
-        if not rows:
-            return 0
-        rowids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-        dims = {len(r[1]) for r in rows}
-        if len(dims) != 1:  # vectors of one encoder with two sizes: a damaged store, left to rows
-            return 0
-        vecs = np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32).reshape(len(rows), -1)
         n = 0
-        for first, last, sl in vector_blocks.chunks(rowids, lo, hi):
-            part = rows[sl]
+        while True:
+            rows = c.execute(
+                f"SELECT m.id, e.vector, m.kind, m.date, m.turn FROM memories m{self.ROWID_ORDER_HINT} "
+                "JOIN embeddings e ON e.memory_rowid = m.id "
+                f"WHERE m.user_id = ? AND m.id > ?{upto} AND e.encoder = ? ORDER BY m.id LIMIT ?",
+                (user_id, int(lo), *(() if hi is None else (int(hi),)), encoder, vector_blocks.BLOCK),
+            ).fetchall()
+            full = len(rows) == vector_blocks.BLOCK
+            if not rows or (hi is None and not full) or len({len(r[1]) for r in rows}) != 1:
+                return n  # nothing, the newest part of a block, or a damaged store: left to rows
+            last = int(rows[-1][0]) if full else int(hi or 0)
             block = vector_blocks.VectorBlock.of(
-                first,
+                lo + 1,
                 last,
-                rowids[sl],
-                vecs[sl],
-                [r[2] for r in part],
-                [r[3] for r in part],
-                [r[4] for r in part],
+                [r[0] for r in rows],
+                np.frombuffer(b"".join(bytes(r[1]) for r in rows), dtype=np.float32).reshape(len(rows), -1),
+                [r[2] for r in rows],
+                [r[3] for r in rows],
+                [r[4] for r in rows],
             )
             c.execute(
                 f"INSERT INTO vector_blocks(user_id, encoder, {_BLOCK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                (user_id, encoder, first, last, *block.columns()),
+                (user_id, encoder, lo + 1, last, *block.columns()),
             )
             n += len(block)
-        return n
+            if not full:
+                return n
+            lo = last
 
     def lexical_snapshot(self, user_id: int, encoder: str, tokenizer: str) -> bytes | None:
         rows = self._rows(
