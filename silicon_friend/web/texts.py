@@ -282,6 +282,9 @@ class UITexts:
     summary_started: str
     #: why a summary failed, by kind (``voice``, ``pet``, ``echo``, ``copy``, ``timeout``)
     summary_reasons: dict[str, str]
+    #: toast titles (Gradio's default titles are English)
+    warning_title: str
+    info_title: str
     #: The language's code (the plot's words are picked by it).
     language: str
     #: The "My memories" tab's texts in the same language.
@@ -382,6 +385,8 @@ UI: dict[str, UITexts] = {
             "copy": "the model kept copying the dialogue",
             "timeout": "the model took too long",
         },
+        warning_title="Warning",
+        info_title="Info",
         language="en",
         memory=MEMORY_UI["en"],
     ),
@@ -469,6 +474,8 @@ UI: dict[str, UITexts] = {
             "copy": "模型总是在照抄对话",
             "timeout": "模型用时太长",
         },
+        warning_title="提醒",
+        info_title="提示",
         language="zh",
         memory=MEMORY_UI["zh"],
     ),
