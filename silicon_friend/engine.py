@@ -39,6 +39,7 @@ from memory_bank.records import SearchResult
 from memory_bank.retrieval.dialogue import chat_query
 from memory_bank.text import validate_user
 from silicon_friend.budget import FittedPrompt, PromptPlan, fit_prompt
+from silicon_friend.echo import strip_echo
 from silicon_friend.errors import (
     ModelError,
     NoSessionError,
@@ -433,7 +434,7 @@ class SiliconFriend:
     def _finish(
         self, session: Session, turn: Turn, text: str, now: dt.datetime, fitted: FittedPrompt | None
     ) -> None:
-        turn.response = text.strip()
+        turn.response = strip_echo(text, self.texts, session.user.strip())  # a small model's prompt echoes
         if not turn.response and turn.error is None:
             turn.error = (
                 "the reply was stopped before the model said anything"

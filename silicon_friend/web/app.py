@@ -56,6 +56,21 @@ CSS = (
     " #sf-temporary-banner {border-left: 4px solid #7c3aed; padding-left: 8px}"
 )
 
+def toast_title_css() -> str:
+    """Toast titles in the page's language: Gradio 6 titles every toast with its English type
+    ("Warning", "Info") whatever ``title=`` says, so while the language switch shows another
+    language the title text is hidden and the language's own title shown in its place."""
+    rules = []
+    for code, t in UI.items():
+        if code == "en":
+            continue
+        page = f'body:has(#sf-language input[value="{code}"]:checked)'
+        rules.append(f"{page} .toast-title {{font-size: 0 !important}}")
+        for kind, title in (("warning", t.warning_title), ("info", t.info_title)):
+            rules.append(f'{page} .toast-title.{kind}::after {{content: "{title}"; font-size: var(--text-md)}}')
+    return " ".join(rules)
+
+
 #: Characters of a memory shown under "memories used".
 USED_TEXT_CHARS = 300
 
@@ -104,7 +119,7 @@ class WebApp:
         concurrency: replies generated at once (a local model still runs one at a time).
     """
 
-    css = CSS + MEMORY_TAB_CSS
+    css = CSS + MEMORY_TAB_CSS + " " + toast_title_css()
 
     def __init__(self, engine: SiliconFriend, *, auth: bool = False, concurrency: int = 4) -> None:
         self.engine = engine
@@ -144,9 +159,16 @@ class WebApp:
         )
 
     # -- helpers ------------------------------------------------------------------------------
-    @staticmethod
-    def _warn(message: str) -> None:
-        gr.Warning(message)
+    def _texts_for(self, where: Any) -> UITexts:
+        return where if isinstance(where, UITexts) else self._t(where) if where is not None else self.texts
+
+    def _warn(self, message: str, where: Any = None) -> None:
+        """A warning toast, titled in the language of ``where`` (the request, or the texts)."""
+        gr.Warning(message, title=self._texts_for(where).warning_title)
+
+    def _info(self, message: str, where: Any = None) -> None:
+        """An information toast, titled in the language of ``where`` (the request, or the texts)."""
+        gr.Info(message, title=self._texts_for(where).info_title)
 
     def _user_for(self, name: str | None, request: gr.Request | None) -> str:
         if self.auth:
@@ -300,7 +322,7 @@ class WebApp:
         try:
             user = self._user_for(name, request)
         except Refused as e:
-            self._warn(str(e))
+            self._warn(str(e), request)
             return gr.update(), gr.update(), gr.update(), gr.update()
         self._await_encoder(request, progress)
         tab = self._tab(request)
@@ -327,7 +349,7 @@ class WebApp:
             if u.strip().casefold() == key and u.strip() != user.strip()
         ]
         if others:
-            self._warn(t.other_case.replace("{user}", user.strip()).replace("{other}", others[0]))
+            self._warn(t.other_case.replace("{user}", user.strip()).replace("{other}", others[0]), t)
 
     def on_load(self, remembered: Any, request: gr.Request) -> tuple[Any, ...]:
         """The page (re)loaded: reopen the user's session with their recent conversation. With
@@ -340,7 +362,7 @@ class WebApp:
             try:
                 user = self._user_for(None, request)
             except Refused as e:
-                self._warn(str(e))
+                self._warn(str(e), request)
                 return gr.update(), loading, gr.update()
             session = tab.session if tab.session is not None else self._open(tab, user)
             locked = gr.update(value=session.user, interactive=False)
@@ -404,10 +426,10 @@ class WebApp:
                 for _ in stream:
                     yield self._render_tab(request), gr.update()
             except SessionEndedError:  # "Forget me" came first: nothing is stored under the user
-                self._warn(self._t(request).session_ended)
+                self._warn(self._t(request).session_ended, request)
                 refused = True
             except MemoryBankError as e:  # refused before anything was stored (e.g. over the size limit)
-                self._warn(str(e))
+                self._warn(str(e), request)
                 refused = True
             else:
                 refused = False
@@ -417,10 +439,10 @@ class WebApp:
         t = self._t(request)
         turn = session.turns[-1] if session.turns else None
         if turn is not None and turn.error and not turn.stopped:
-            self._warn(t.model_failed.replace("{error}", turn.error))
+            self._warn(t.model_failed.replace("{error}", turn.error), request)
         elif turn is not None and turn.stored:
             reinforced = t.reinforced.replace("{n}", str(turn.reinforced)) if turn.reinforced else ""
-            gr.Info(t.memory_updated + reinforced)
+            self._info(t.memory_updated + reinforced, request)
         yield self._render_tab(request), gr.update()
 
     def send(
@@ -437,7 +459,7 @@ class WebApp:
             session = self._session(name, request)
             settings = self._settings(temperature, top_p, max_new_tokens, top_k, self.engine.settings)
         except Refused as e:
-            self._warn(str(e))
+            self._warn(str(e), request)
             yield gr.update(), gr.update()  # the message stays in the box
             return
         if not (message or "").strip():
@@ -462,13 +484,13 @@ class WebApp:
             session = self._session(name, request)
             settings = self._settings(temperature, top_p, max_new_tokens, top_k, self.engine.settings)
         except Refused as e:
-            self._warn(str(e))
+            self._warn(str(e), request)
             yield gr.update(), gr.update()
             return
         tab = self._tab(request)
         if not session.turns or tab.busy():
             t = self._t(request)
-            gr.Info(t.nothing_to_regenerate if not session.turns else t.wait_for_reply)
+            self._info(t.nothing_to_regenerate if not session.turns else t.wait_for_reply, request)
             yield self._render_tab(request), gr.update()
             return
         ticket = tab.enqueue(session.turns[-1].query, shown=False)  # the turn being redone
@@ -492,19 +514,19 @@ class WebApp:
         return self._render_tab(request)
 
     def summarize(self, name: str, request: gr.Request) -> Any:
-        """"Summarize Memory Bank": queue every unsummarised day, today included, on the
+        """ "Summarize Memory Bank": queue every unsummarised day, today included, on the
         background worker and return at once; the state line shows the progress and any failure."""
         t = self._t(request)
         try:
             session = self._session(name, request)
             self.engine.summarize_in_background(session)
         except Refused as e:
-            self._warn(str(e))
+            self._warn(str(e), request)
             return gr.update()
         except MemoryBankError as e:  # no memories yet, or summaries off
-            self._warn(str(e))
+            self._warn(str(e), request)
             return gr.update()
-        gr.Info(t.summary_started)
+        self._info(t.summary_started, request)
         return self._summary_md(session.user, t)
 
     def _summary_md(self, user: str, t: UITexts, status: Any = None) -> str:
@@ -539,7 +561,7 @@ class WebApp:
             return "", gr.update(), ""
         toast = None if first_sight else failure_toast(status, t)
         if toast:
-            self._warn(toast)
+            self._warn(toast, request)
         knows = self.memory_tab.knows_md(session.user, t)
         return self._summary_md(session.user, t, status), knows, summary_line(status, t)
 
@@ -549,10 +571,10 @@ class WebApp:
         try:
             session = self._session(name, request)
         except Refused as e:
-            self._warn(str(e))
+            self._warn(str(e), request)
             return gr.update()
         if not self.engine.bank.has_user(session.user):
-            self._warn(self._t(request).nothing_to_export.replace("{user}", session.user.strip()))
+            self._warn(self._t(request).nothing_to_export.replace("{user}", session.user.strip()), request)
             return gr.update(value="", visible=False)
         filename, data = export_bytes(self.engine.bank, session.user)
         login = getattr(request, "username", None) if self.auth else None
@@ -567,10 +589,10 @@ class WebApp:
         try:
             user = self._user_for(name, request)
         except Refused as e:
-            self._warn(str(e))
+            self._warn(str(e), request)
             return keep
         if not confirmed:
-            self._warn(self._t(request).forget_unconfirmed)
+            self._warn(self._t(request).forget_unconfirmed, request)
             return keep
         tabs = [t for t in self.sessions.of_user(user) if t.session is not None]
         for tab in tabs:  # stop replies of every tab of the user, and let them finish storing

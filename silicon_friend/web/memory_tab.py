@@ -69,7 +69,8 @@ class TabHost(Protocol):
     texts: "UITexts"
     i18n: "Translations"
 
-    def _warn(self, message: str) -> None: ...
+    def _warn(self, message: str, where: Any = None) -> None: ...
+    def _info(self, message: str, where: Any = None) -> None: ...
     def _t(self, request: Any) -> "UITexts": ...
     def _tab(self, request: Any) -> "WebSession": ...
     def _session(self, name: str | None, request: Any) -> "Session": ...
@@ -214,7 +215,7 @@ class MemoryTab:
         return "\n\n".join(out)
 
     def knows_md(self, user: str, ui: "UITexts") -> str:
-        """"What I know about you" for ``user``, read from the store now."""
+        """ "What I know about you" for ``user``, read from the store now."""
         return self._knowledge_md(knowledge(self.bank, user), ui)
 
     def _table(self, page: Page, t: MemoryTabTexts) -> dict[str, Any]:
@@ -342,17 +343,17 @@ class MemoryTab:
         try:
             user, view, flt = self._open(name, request, form)
         except Refused as e:
-            self.app._warn(str(e))
+            self.app._warn(str(e), request)
             return keep
         keep_selection = True
         if action is not None:
             try:
                 keep_selection = action(user, view)
             except MemoryNotFoundError:
-                self.app._warn(ui.memory.gone)
+                self.app._warn(ui.memory.gone, request)
                 keep_selection = False
             except MemoryBankError as e:
-                self.app._warn(str(e))
+                self.app._warn(str(e), request)
                 return keep
         if not self.bank.has_user(user):
             return self.cleared(ui)
@@ -418,7 +419,7 @@ class MemoryTab:
         try:
             user = self.app._session(name, request).user
         except Refused as e:
-            self.app._warn(str(e))
+            self.app._warn(str(e), request)
             return (gr.update(),) * 4
         view = self.views.get(request, user)
         index = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
@@ -427,7 +428,7 @@ class MemoryTab:
         t = self._mt(request)
         found = find(self.bank, user, view.ids[index])
         if found is None:
-            self.app._warn(t.gone)
+            self.app._warn(t.gone, request)
             return (gr.update(),) * 4
         view.selected = found.memory_id
         return self._selection(user, found, t)
@@ -440,7 +441,7 @@ class MemoryTab:
 
     def _save(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
         self.bank.update_memory(user, self._selected(view, request), text=value)
-        gr.Info(self._mt(request).saved)
+        self.app._info(self._mt(request).saved, request)
         return True
 
     def _delete(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
@@ -451,27 +452,27 @@ class MemoryTab:
         session = self.app._current(request)
         if session is not None:  # the chat drops it too
             session.drop_memory(gone.memory_id)
-        gr.Info(self._mt(request).deleted.format(text=excerpt(gone.text, 60)))
+        self.app._info(self._mt(request).deleted.format(text=excerpt(gone.text, 60)), request)
         return False
 
     def _undo(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
         if not view.undoable():
-            self.app._warn(self._mt(request).nothing_to_undo)
+            self.app._warn(self._mt(request).nothing_to_undo, request)
             return False
         memory = undo_delete(self.bank, user, view.undo.pop()[1])
         view.selected = memory.memory_id
-        gr.Info(self._mt(request).undone.format(text=excerpt(memory.text, 60)))
+        self.app._info(self._mt(request).undone.format(text=excerpt(memory.text, 60)), request)
         return True
 
     def _restore(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
         self.bank.restore(user, [self._selected(view, request)])
-        gr.Info(self._mt(request).restored)
+        self.app._info(self._mt(request).restored, request)
         return True
 
     def _add(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
         memory = self.bank.add_turn(user, (value or "").strip(), "", extra={"added_by_hand": True})
         view.selected = memory.memory_id
-        gr.Info(self._mt(request).added.format(text=excerpt(memory.text, 60)))
+        self.app._info(self._mt(request).added.format(text=excerpt(memory.text, 60)), request)
         return True
 
     def on_unload(self, request: gr.Request) -> None:

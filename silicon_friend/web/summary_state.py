@@ -65,6 +65,8 @@ def failure_toast(status: Any, t: UITexts) -> str | None:
     """The toast for a run that just ended with failures (or broke), else ``None``."""
     if status is None:
         return None
-    if status.state == "error" or (status.state == "done" and status.report is not None and status.report.failed):
+    if status.state == "error" or (
+        status.state == "done" and status.report is not None and status.report.failed
+    ):
         return summary_line(status, t).removeprefix("⚠️ ")
     return None

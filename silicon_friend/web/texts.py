@@ -270,8 +270,6 @@ class UITexts:
     kinds: dict[str, str]
     loading_encoder: str
     session_ended: str
-    summarizing: str
-    summary_failed: str
     #: the background summariser's state (``silicon_friend.web.summary_state``)
     summary_queued: str
     summary_running: str
@@ -282,6 +280,9 @@ class UITexts:
     summary_started: str
     #: why a summary failed, by kind (``voice``, ``pet``, ``echo``, ``copy``, ``timeout``)
     summary_reasons: dict[str, str]
+    #: toast titles (Gradio's default titles are English)
+    warning_title: str
+    info_title: str
     #: The language's code (the plot's words are picked by it).
     language: str
     #: The "My memories" tab's texts in the same language.
@@ -360,8 +361,6 @@ UI: dict[str, UITexts] = {
         kinds=KIND_NAMES["en"],
         loading_encoder="⏳ Loading the memory encoder (only after a start)…",
         session_ended="Your memories were deleted: this message was not sent. Enter your name to start again.",
-        summarizing="Summarizing: step {done} of {total}",
-        summary_failed="Summarizing failed; your previous summaries are kept. ({error})",
         summary_queued="🕓 Your summaries are queued: they are written in the background, and you can keep chatting.",
         summary_running=(
             "⏳ Writing your summaries in the background: step {done} of {total} (one per day, then your "
@@ -382,6 +381,8 @@ UI: dict[str, UITexts] = {
             "copy": "the model kept copying the dialogue",
             "timeout": "the model took too long",
         },
+        warning_title="Warning",
+        info_title="Info",
         language="en",
         memory=MEMORY_UI["en"],
     ),
@@ -453,8 +454,6 @@ UI: dict[str, UITexts] = {
         kinds=KIND_NAMES["zh"],
         loading_encoder="⏳ 正在加载记忆编码器（仅在启动后第一次）……",
         session_ended="你的记忆已被删除：这条消息没有发送。请输入名字重新开始。",
-        summarizing="正在总结：第 {done}/{total} 步",
-        summary_failed="总结失败，之前的总结都保留着。（{error}）",
         summary_queued="🕓 你的总结已排队：会在后台撰写，你可以继续聊天。",
         summary_running="⏳ 正在后台撰写你的总结：第 {done}/{total} 步（每天一步，最后是性格画像和事件总览）。你可以继续聊天。",
         summary_done="✓ 总结已是最新：写入了 {n} 条，用时 {seconds} 秒。",
@@ -469,6 +468,8 @@ UI: dict[str, UITexts] = {
             "copy": "模型总是在照抄对话",
             "timeout": "模型用时太长",
         },
+        warning_title="提醒",
+        info_title="提示",
         language="zh",
         memory=MEMORY_UI["zh"],
     ),

@@ -200,6 +200,29 @@ def test_handlers_never_act_on_another_logins_session(bank, clock) -> None:  # t
     assert not bank.history("alice")
 
 
+def test_the_summary_state_and_what_it_knows_never_reach_another_login(bank, clock) -> None:  # type: ignore[no-untyped-def]
+    """The timer's endpoint takes no name: it shows the signed-in user's own summaries only, and
+    a model's answer (or an error) carrying HTML is rendered inert."""
+    from memory_bank.summaries import RolloverScheduler, Summarizer
+
+    model = EchoChatModel(reply="The user <img src=http://evil.example/x.png> adopted a cat called Miso.")
+    summarizer = Summarizer(bank, model, "en", sleep=lambda _s: None)
+    engine = SiliconFriend(
+        bank, prepare_model(model, context_tokens=2048), summarizer=summarizer,
+        scheduler=RolloverScheduler(summarizer),
+    )  # fmt: skip
+    app = WebApp(engine, auth=True)
+    alice = gr.Request(username="alice", session_hash="shared")
+    bob = gr.Request(username="bob", session_hash="shared")
+    list(app.send(SECRET, "", *SLIDERS, alice))
+    app.summarize("", alice)
+    assert engine.scheduler.wait(10)
+    assert app.summary_tick(bob) == (gr.update(),) * 3  # bob's tab shows nothing of alice's
+    text, knows, line = app.summary_tick(alice)
+    assert "adopted a cat called Miso" in knows and "<img" not in knows + text + line
+    engine.close()
+
+
 # -- item 12: text that would load remote resources is rendered inert -----------------------------------
 @pytest.mark.parametrize(
     "text",
