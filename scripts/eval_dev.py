@@ -20,8 +20,11 @@ import datetime as dt
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -47,10 +50,22 @@ def own_encoder(lang: str, cache: str | None) -> CachingEncoder | None:
     return encoder(lang, cache, name) if name else None
 
 
+class SavingEncoder(CachingEncoder):
+    """A cache that writes itself every 50 new vectors, so a slow encoder's work survives an
+    interrupted run (multilingual-e5-small embeds a few texts a second here)."""
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        before = self.computed
+        out = super().encode(texts)
+        if self.computed // 50 > before // 50:
+            self.save()
+        return out
+
+
 def encoder(language: str, cache: str | None, name: str | None = None) -> CachingEncoder:
     key = name or DEFAULT_ENCODERS[language]
     if key not in _ENCODERS:
-        _ENCODERS[key] = CachingEncoder(get_encoder(key), cache)
+        _ENCODERS[key] = SavingEncoder(get_encoder(key), cache)
     return _ENCODERS[key]
 
 

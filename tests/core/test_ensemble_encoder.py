@@ -71,3 +71,18 @@ def test_an_evaluation_cache_keeps_each_member_apart(tmp_path: Path) -> None:
     again = CachingEncoder(get_encoder("hashing-16+hashing-32"), tmp_path)
     assert np.allclose(again.encode(TEXTS), first) and again.computed == 0
     assert again.name == "hashing-16+hashing-32" and again.dim == 48
+
+
+@pytest.mark.integration
+def test_the_packaged_pair_ranks_a_bilingual_store(tmp_path: Path) -> None:
+    """minilm+use-multilingual, the English ensemble measured in README.md (Evaluation)."""
+    enc = get_encoder("minilm+use-multilingual")
+    assert enc.dim == 384 + 512
+    v = enc.encode(["I adopted a cat named Miso.", "My new kitten is called Miso.", "明天的股票市场会下跌吗？"])
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert v[0] @ v[1] > v[0] @ v[2]
+    with MemoryBank.open(tmp_path / "s", encoder="minilm+use-multilingual") as bank:
+        bank.add_turn("Ann", "We went to Gulangyu island last weekend.", "Sounds fun!", at="2023-05-01T10:00")
+        bank.add_turn("Ann", "I started learning the guitar.", "Great!", at="2023-05-02T10:00")
+        [hit] = bank.search("Ann", "Where did I travel recently?", k=1, now="2023-05-03")
+        assert "Gulangyu" in hit.memory.text
