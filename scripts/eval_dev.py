@@ -20,8 +20,11 @@ import datetime as dt
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -38,12 +41,31 @@ OWN_TEXT_WEIGHT = 0.0
 FEEDBACK: Any = None
 #: ``--turn-max SHARE,TEMPERATURE``: multi-vector dialogue query scoring (variants.TurnMaxDense).
 TURN_MAX = (0.0, 0.0)
+#: ``--own-text-encoder-en/-zh NAME``: the encoder of the own-text vectors (default: the set's own).
+OWN_TEXT_ENCODER: dict[str, str | None] = {"en": None, "zh": None}
+
+
+def own_encoder(lang: str, cache: str | None) -> CachingEncoder | None:
+    name = OWN_TEXT_ENCODER[lang]
+    return encoder(lang, cache, name) if name else None
+
+
+class SavingEncoder(CachingEncoder):
+    """A cache that writes itself every 50 new vectors, so a slow encoder's work survives an
+    interrupted run (multilingual-e5-small embeds a few texts a second here)."""
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        before = self.computed
+        out = super().encode(texts)
+        if self.computed // 50 > before // 50:
+            self.save()
+        return out
 
 
 def encoder(language: str, cache: str | None, name: str | None = None) -> CachingEncoder:
     key = name or DEFAULT_ENCODERS[language]
     if key not in _ENCODERS:
-        _ENCODERS[key] = CachingEncoder(get_encoder(key), cache)
+        _ENCODERS[key] = SavingEncoder(get_encoder(key), cache)
     return _ENCODERS[key]
 
 
@@ -93,7 +115,8 @@ def labelled(name: str, lang: str, memory: Path, qfile: Path, lfile: Path, cfg: 
             qs = [q for q in questions if q.user == user and q.evidence]
             ranked = rank_memories(mems, session_queries([q.question for q in qs], lang, cfg.chat_context_turns),
                                    encoder(lang, cache, enc_name), 5, cfg=cfg, now=dt.date.fromisoformat(now),
-                                   own_text_weight=OWN_TEXT_WEIGHT, feedback=FEEDBACK, turn_max=TURN_MAX)  # fmt: skip
+                                   own_text_weight=OWN_TEXT_WEIGHT, feedback=FEEDBACK, turn_max=TURN_MAX,
+                                   own_text_encoder=own_encoder(lang, cache))  # fmt: skip
             for q, idx in zip(qs, ranked, strict=True):
                 got = [(mems[i].date, mems[i].turn) for i in idx]
                 for k in hits:
@@ -110,7 +133,8 @@ def ranked_haystacks(hays: list[Any], lang: str, cfg: RetrievalConfig, cache: st
     for h in hays:
         ids = [m.extra["id"] for m in h.memories]
         ranked = rank_memories(h.memories, [p.question for p in h.probes], encoder(lang, cache, enc_name), k,
-                               cfg=cfg, now=dt.date.fromisoformat(h.now), own_text_weight=OWN_TEXT_WEIGHT, feedback=FEEDBACK, turn_max=TURN_MAX)  # fmt: skip
+                               cfg=cfg, now=dt.date.fromisoformat(h.now), own_text_weight=OWN_TEXT_WEIGHT, feedback=FEEDBACK, turn_max=TURN_MAX,
+                               own_text_encoder=own_encoder(lang, cache))  # fmt: skip
         out[h.user] = {p.qid: [ids[i] for i in r] for p, r in zip(h.probes, ranked, strict=True)}
     return out
 
@@ -123,7 +147,8 @@ def locomo(path: Path, cfg: RetrievalConfig, cache: str | None, enc_name: str | 
     ours = score_system(hays, ranked_haystacks(hays, "en", cfg, cache, 10, enc_name), [10])["turn_recall"]
     bm25 = score_system(hays, {h.user: BM25System().retrieve(h, 10) for h in hays}, [10])["turn_recall"]
     worst = min((ours[c]["10"] - bm25[c]["10"], c) for c in ours if c != "all")
-    return {"locomo": {"r@10": round(100 * ours["all"]["10"], 1),
+    cats = {f"cat{c}": round(100 * ours[c]["10"], 1) for c in sorted(c for c in ours if c != "all")}
+    return {"locomo": {"r@10": round(100 * ours["all"]["10"], 1), **cats,
                        "worst-cat-vs-bm25": f"{worst[1]}:{100 * worst[0]:+.1f}"}}  # fmt: skip
 
 
@@ -159,8 +184,11 @@ def main() -> int:
     ap.add_argument("--turn-max", help="SHARE,TEMPERATURE of the dense weight on the best query turn (0: max)")
     ap.add_argument("--own-text-weight", type=float, default=0.0,
                     help="share of the dense weight on each turn's own-text vector (measured, not in the bank)")
+    for lang in ("en", "zh"):
+        ap.add_argument(f"--own-text-encoder-{lang}", help="encoder of the own-text vectors (with --own-text-weight)")
     args = ap.parse_args()
     global OWN_TEXT_WEIGHT, FEEDBACK, TURN_MAX
+    OWN_TEXT_ENCODER.update(en=args.own_text_encoder_en, zh=args.own_text_encoder_zh)
     if args.turn_max:
         share, temperature = args.turn_max.split(",")
         TURN_MAX = (float(share), float(temperature))

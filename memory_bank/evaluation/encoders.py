@@ -3,7 +3,9 @@
 A benchmark embeds the same texts many times: the dense baseline, MemoryBank itself, forgetting
 on and off, and every rerun while tuning. :class:`CachingEncoder` wraps any
 :class:`~memory_bank.embeddings.Encoder` and remembers vectors by text (optionally on disk, as
-one ``.npz`` file per encoder), so each distinct text is embedded once. It reports the wrapped
+one ``.npz`` file per encoder), so each distinct text is embedded once. An ensemble
+(:mod:`memory_bank.ensemble_encoder`) is cached member by member, so its runs reuse the
+vectors of runs with each member alone. It reports the wrapped
 encoder's ``name`` and ``dim``, so a bank sees no difference.
 
 >>> from memory_bank.embeddings import HashingEncoder
@@ -24,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from memory_bank.embeddings import Encoder
+from memory_bank.ensemble_encoder import EnsembleEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +47,12 @@ class CachingEncoder(Encoder):
         self._vectors: dict[str, np.ndarray] = {}
         self._dirty = False
         self._file: Path | None = None
+        self._members: list[CachingEncoder] = []
+        if isinstance(base, EnsembleEncoder):
+            self._members = [CachingEncoder(enc, cache_dir) for enc, _ in base.members]
+            weights = [w for _, w in base.members]
+            self.base = EnsembleEncoder(list(zip(self._members, weights, strict=True)))
+            return
         if cache_dir is not None:
             safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in base.name)
             self._file = Path(cache_dir) / f"embeddings-{safe}.npz"
@@ -54,6 +63,11 @@ class CachingEncoder(Encoder):
                         self._vectors = {str(k): v for k, v in zip(keys.tolist(), vecs, strict=True)}
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if self._members:
+            before = sum(m.computed for m in self._members)
+            out = self.base.encode(texts)
+            self.computed += sum(m.computed for m in self._members) - before
+            return out
         keys = [_key(t) for t in texts]
         with self._lock:
             todo = list(dict.fromkeys(k for k in keys if k not in self._vectors))
@@ -71,6 +85,8 @@ class CachingEncoder(Encoder):
 
     def save(self) -> None:
         """Write the cache file (when a ``cache_dir`` was given and something new was embedded)."""
+        for member in self._members:
+            member.save()
         if self._file is None or not self._dirty:
             return
         self._file.parent.mkdir(parents=True, exist_ok=True)

@@ -70,14 +70,18 @@ class ComposedDense:
 class OwnTextDense:
     """Cosine of the query with each memory's *own-text* vector (``vectors``, one row per
     position of the partition), next to the bank's ``dense`` term on the in-context vectors:
-    a second vector per turn, measured before any store keeps one."""
+    a second vector per turn, measured before any store keeps one. ``query_vector``, when
+    given, is the query embedded by the encoder of ``vectors`` (another encoder than the
+    partition's: its in-context vectors with this one's own-text vectors)."""
 
     weight: float
     vectors: np.ndarray
+    query_vector: np.ndarray | None = None
     name: str = "own_dense"
 
     def score(self, ctx: Context, positions: np.ndarray) -> np.ndarray:
-        return self.vectors[positions] @ ctx.query.vector
+        q = ctx.query.vector if self.query_vector is None else self.query_vector
+        return self.vectors[positions] @ q
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,11 +214,13 @@ def rank_memories(
     own_text_weight: float = 0.0,
     feedback: Feedback | None = None,
     turn_max: tuple[float, float] = (0.0, 0.0),
+    own_text_encoder: Encoder | None = None,
 ) -> list[list[int]]:
     """Indexes into ``memories`` of the top-``k`` for each question, ranked by ``proposal``
     (``None``: the bank's pipeline on the bank's vectors) with ``cfg`` (default: the
     proposal's weights, or the bank's defaults). ``own_text_weight`` > 0 (with no proposal)
-    moves that share of the dense weight to :class:`OwnTextDense` on own-text vectors."""
+    moves that share of the dense weight to :class:`OwnTextDense` on own-text vectors, of
+    ``own_text_encoder`` when given (queried with its own query vectors), else of ``encoder``."""
     if proposal is None:
         cfg = cfg or RetrievalConfig()
         pipeline = Pipeline.from_config(cfg)
@@ -222,20 +228,29 @@ def rank_memories(
         cfg = cfg or proposal.config()
         pipeline = proposal.pipeline(cfg)
     part = build_partition(memories, encoder, own_text=proposal is not None and proposal.own_text)
+    own_terms: list[OwnTextDense] = []
     if own_text_weight > 0 and proposal is None and memories:
-        own = encoder.encode([m.text for m in memories])
+        own_enc = own_text_encoder or encoder
+        own = own_enc.encode([m.text for m in memories])
         w = cfg.dense_weight
         pipeline = pipeline.with_term(Dense(w * (1 - own_text_weight))).with_term(
             OwnTextDense(w * own_text_weight, own)
         )
+        if own_text_encoder is not None:
+            own_terms = [
+                OwnTextDense(
+                    w * own_text_weight, own, query_vector(q, own_enc.encode, cfg.latest_turn_weight)
+                )
+                for q in questions
+            ]
     qvecs = [query_vector(q, encoder.encode, cfg.latest_turn_weight) for q in questions]
     doc_tokens = [tokenize(index_text(m.text, m.context)) or [""] for m in memories] if feedback else []
     out = []
-    for question, qv in zip(questions, qvecs, strict=True):
+    for i, (question, qv) in enumerate(zip(questions, qvecs, strict=True)):
         query = Query.parse(part, question, qv, now=now)
         if feedback is not None:
             query = feedback.expand(pipeline, part, query, doc_tokens)
-        ranking = pipeline
+        ranking = pipeline.with_term(own_terms[i]) if own_terms else pipeline
         dialogue = query.dialogue if turn_max[0] > 0 else None
         if dialogue is not None:
             share, temperature = turn_max
