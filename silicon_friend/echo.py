@@ -17,7 +17,7 @@ from silicon_friend.prompts import PromptTexts, fill
 
 _WORDS = re.compile(r"[^\W_]+", re.UNICODE)
 _CJK = re.compile(r"[\u3400-\u9fff]")
-_SENTENCE = re.compile(r"(?<=[.!?。！？])\s*|\n+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
 #: A copied fragment must be at least this long to count (words; CJK: characters / 2).
 MIN_WORDS = 4
 
@@ -71,7 +71,11 @@ def strip_echo(reply: str, texts: PromptTexts, user: str) -> str:
         for heading in headings:
             if stripped.casefold().startswith(heading.casefold()):
                 stripped = stripped[len(heading) :].lstrip(" :：-")
+        sentences = [s for s in _SENTENCE.split(stripped) if s.strip()]
+        kept = [s for s in sentences if not _copies(s, instructions)]
+        if len(kept) == len(sentences):  # nothing copied: the line as it was written
+            lines.append(stripped)
+            continue
         joiner = "" if _CJK.search(stripped) else " "
-        kept = [s for s in _SENTENCE.split(stripped) if s.strip() and not _copies(s, instructions)]
         lines.append(joiner.join(s.strip() for s in kept))
     return "\n".join(line for line in lines if line).strip()

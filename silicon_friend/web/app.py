@@ -750,7 +750,8 @@ class WebApp:
             )
             remove.click(self.remove_last, None, [chatbot])
             summarize.click(self.summarize, [name], [summary], **quiet)
-            timer = gr.Timer(POLL_SECONDS)  # the background summaries' state, redrawn when it changes
+            # the background summaries' state, redrawn when it changes (no timer when summaries are off)
+            timer = gr.Timer(POLL_SECONDS, active=self.engine.scheduler is not None)
             timer.tick(
                 self.summary_tick,
                 None,

@@ -28,6 +28,9 @@ EN, ZH = prompt_texts("en"), prompt_texts("zh")
         # nothing copied: untouched, even words the prompt also uses
         ("I remember you adopted a cat named Miso. How is she?", "I remember you adopted a cat named Miso. How is she?"),
         ("Reply soon, I miss our talks!", "Reply soon, I miss our talks!"),
+        # text that is not prose (a link, an address, a number) is left exactly as written
+        ("look ![me](http://127.0.0.1:8/reply-md.png) done", "look ![me](http://127.0.0.1:8/reply-md.png) done"),
+        ("It costs 3.50 euros.Really!", "It costs 3.50 euros.Really!"),
     ],
 )
 def test_english_echoes_are_cut(reply: str, kept: str) -> None:
