@@ -565,6 +565,17 @@ class WebApp:
         knows = self.memory_tab.knows_md(session.user, t)
         return self._summary_md(session.user, t, status), knows, summary_line(status, t)
 
+    def timer_tick(self, request: gr.Request) -> tuple[Any, ...]:
+        """The timer's handler: :meth:`summary_tick`, then the timer switched off once nothing is
+        queued or running for the tab's user and the last state is drawn, so an idle page is not
+        re-rendered every two seconds under the user's clicks. A sign-in, a reload, a reply, a
+        Summarize press and a language switch (each can queue a run or change the line) switch
+        it on again. Outputs: (summary, knows, state line, timer)."""
+        drawn = self.summary_tick(request)
+        session = self._current(request)
+        status = self.engine.summary_status(session.user) if session is not None else None
+        return (*drawn, gr.Timer(active=status is not None and status.active))
+
     # -- memory handlers (the rest of the tab is silicon_friend.web.memory_tab) ------------------
     def export(self, name: str, request: gr.Request) -> Any:
         """A download link to the user's memory file, valid for a few minutes and only for them."""
@@ -734,7 +745,7 @@ class WebApp:
                 show_progress_on=[status],
             )
             remember_event.then(self.memory_tab.memories, self.memory_tab.inputs, memory_outputs, **quiet)
-            gr.on(
+            send_event = gr.on(
                 [send.click, message.submit],
                 self.send,
                 [message, name, *sliders],
@@ -749,13 +760,13 @@ class WebApp:
                 self.regenerate, [name, *sliders], [chatbot, message], show_progress="minimal", **chat_limit
             )
             remove.click(self.remove_last, None, [chatbot])
-            summarize.click(self.summarize, [name], [summary], **quiet)
+            summarize_event = summarize.click(self.summarize, [name], [summary], **quiet)
             # the background summaries' state, redrawn when it changes (no timer when summaries are off)
             timer = gr.Timer(POLL_SECONDS, active=self.engine.scheduler is not None)
             timer.tick(
-                self.summary_tick,
+                self.timer_tick,
                 None,
-                [summary, self.memory_tab.knows, self.memory_tab.state],
+                [summary, self.memory_tab.knows, self.memory_tab.state, timer],
                 show_progress="hidden",
                 concurrency_limit=None,
             )
@@ -767,10 +778,18 @@ class WebApp:
                 **quiet,
             )
             temporary.change(self.set_temporary, [temporary], [temporary_banner], **quiet)
-            language.change(self.set_language, [language], [*tr.components, chatbot, status], **quiet).then(
+            language_event = language.change(
+                self.set_language, [language], [*tr.components, chatbot, status], **quiet
+            )
+            language_event.then(
                 self.memory_tab.memories, self.memory_tab.inputs, memory_outputs, **quiet
             )  # the memory tab's table, plot, detail and what it knows, in the new language
-            demo.load(self.on_load, [remembered], [name, status, chatbot])
+            load_event = demo.load(self.on_load, [remembered], [name, status, chatbot])
+            if self.engine.scheduler is not None:  # wake the timer where a run may start or the line change
+                for event in (remember_event, summarize_event, send_event, language_event, load_event):
+                    event.then(
+                        lambda: gr.Timer(active=True), None, [timer], show_progress="hidden", queue=False
+                    )
             demo.unload(self.on_unload)
             demo.unload(self.memory_tab.on_unload)
         return demo

@@ -270,6 +270,22 @@ def test_summarize_memory_bank_button_works_in_the_background(make_engine, bank)
     engine.close()
 
 
+def test_the_summary_timer_stops_once_the_last_state_is_drawn(make_engine, bank) -> None:  # type: ignore[no-untyped-def]
+    # an idle page is not re-rendered every two seconds: the timer runs while a run is queued or
+    # running and stops on the tick that draws its end
+    model = EchoChatModel(reply="The user adopted a cat called Miso and is very happy about it.")
+    engine = background_engine(make_engine, bank, model)
+    app = WebApp(engine)
+    *_, timer = app.timer_tick(ANON)
+    assert timer.active is False  # nobody signed in: nothing to poll
+    send(app, "I adopted a cat named Miso.")
+    app.summarize("Emily", ANON)
+    assert engine.scheduler.wait(10)
+    text, knows, line, timer = app.timer_tick(ANON)
+    assert line.startswith("✓ Summaries up to date") and timer.active is False  # drawn, then off
+    engine.close()
+
+
 def test_a_refused_message_is_given_back(engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     import silicon_friend.engine as engine_module
 
