@@ -281,7 +281,7 @@ def test_the_summary_timer_stops_once_the_last_state_is_drawn(make_engine, bank)
     send(app, "I adopted a cat named Miso.")
     app.summarize("Emily", ANON)
     assert engine.scheduler.wait(10)
-    text, knows, line, timer = app.timer_tick(ANON)
+    _text, _knows, line, timer = app.timer_tick(ANON)
     assert line.startswith("✓ Summaries up to date") and timer.active is False  # drawn, then off
     engine.close()
 
