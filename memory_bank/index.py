@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Sequence
 import faiss
 import numpy as np
 
+from memory_bank.bm25 import Bm25Query
 from memory_bank.lexical_snapshot import LexicalSnapshot
 from memory_bank.stores import VectorBatch
 from memory_bank.text import is_question, tokenize
@@ -279,6 +280,11 @@ class LexicalIndex:
         acc = self.score_array(query_tokens)
         hit = np.flatnonzero(acc)
         return hit, acc[hit]
+
+    def query(self, query_tokens: Sequence[str]) -> Bm25Query:
+        """BM25 of ``query_tokens`` over this index as it is now: the best positions, the best
+        score and the scores of any positions (see :mod:`memory_bank.bm25`)."""
+        return Bm25Query(self, query_tokens)
 
 
 class Partition:
