@@ -7,48 +7,25 @@ what :meth:`memory_bank.index.LexicalIndex.score_array` gives (its maximum, ``st
 it without the zeros, its values), so the callers never hold a score per memory themselves
 and the way the answers are found can change behind them.
 
-The best memories are selected without sorting or partitioning all ``n`` scores
-(:func:`top_positive`): ``np.partition`` over an array that is mostly zeros (a query whose
-tokens are rare) degrades to about 6 ms at 100,000 memories, against 0.1 ms for the selection
-here, which also halves the cost when most memories score.
+The best memories are selected by :func:`memory_bank.topk.top_positive`, which never
+partitions all ``n`` scores: over scores that are mostly zero (a query of rare words) that
+degrades to milliseconds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from memory_bank.index import LexicalIndex
-
-#: Every how many scores :func:`top_positive` samples to find a threshold.
-SAMPLE_STEP = 8
+from memory_bank.topk import top_positive
 
 
-def top_positive(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The indices of the ``k`` largest positive ``scores`` (best first, ties in index order)
-    and their scores: ``stable_top(scores, k)`` without the non-positive ones.
+class FullScan(Protocol):
+    """What a query reads of its index (:class:`~memory_bank.index.LexicalIndex` is one)."""
 
-    A sample of the scores gives a threshold no higher than the k-th largest (the k-th largest
-    of a subset never exceeds that of the whole), so only the scores at or above it (about
-    ``SAMPLE_STEP * k`` of them) are sorted; with fewer than ``k`` positive scores in the
-    sample, the positive scores are.
-    """
-    scores = np.asarray(scores)
-    if k <= 0 or not len(scores):
-        return np.zeros(0, dtype=np.int64), scores[:0]
-    sample = scores[::SAMPLE_STEP]
-    sample = sample[sample > 0]
-    if len(sample) >= k:
-        floor = np.partition(sample, len(sample) - k)[len(sample) - k]
-        sel = np.flatnonzero(scores >= floor)
-    else:
-        sel = np.flatnonzero(scores > 0)
-    vals = scores[sel]
-    best = np.argsort(-vals, kind="stable")[:k]
-    return sel[best].astype(np.int64), vals[best]
+    def score_array(self, query_tokens: Sequence[str]) -> np.ndarray: ...
 
 
 class Bm25Query:
@@ -63,7 +40,7 @@ class Bm25Query:
         q.best() == scores[0]
     """
 
-    def __init__(self, index: LexicalIndex, query_tokens: Sequence[str]) -> None:
+    def __init__(self, index: FullScan, query_tokens: Sequence[str]) -> None:
         self.index = index
         self.tokens = list(query_tokens)
         self._full: np.ndarray | None = None

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_bank.bm25 import top_positive
-from memory_bank.index import LexicalIndex, stable_top
+from memory_bank.index import LexicalIndex
 from memory_bank.text import tokenize
+from memory_bank.topk import stable_top, top_positive
 
 WORDS = [
     "museum", "museums", "painting", "hiking", "sister", "birthday", "jacket", "feel", "happy",
