@@ -22,11 +22,11 @@ import os
 import statistics
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from memory_bank import runinfo
 from memory_bank.bench.data import DialogGenerator
 from memory_bank.bench.systems import turn_memories
 from memory_bank.index import LexicalIndex, stable_top
@@ -115,9 +115,9 @@ def main() -> None:
         }
         print(json.dumps(row), flush=True)
         results.append(row)
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({"results": results}, indent=1) + "\n", encoding="utf-8")
+        if args.json:  # after every size: a million takes minutes to build
+            info = runinfo.run_info("scripts/bench_lexical.py", vars(args), packages=("numpy",))
+            runinfo.write_json(args.json, {**info, "results": results})
 
 
 if __name__ == "__main__":
