@@ -125,6 +125,28 @@ def test_binary_codes_with_exact_rescoring() -> None:
     assert pos.tolist() == np.argsort(-(vecs @ queries[0]), kind="stable")[:20].tolist()
 
 
+@pytest.mark.parametrize("dim", [32, 100, 384])
+def test_padded_binary_codes_keep_the_hamming_distances_of_the_sign_codes(dim: int) -> None:
+    """Codes are padded to a length FAISS has a fast kernel for (48 -> 64 bytes at 384
+    dimensions); the padding must add no distance, so the candidates are those of the plain codes."""
+    rng = np.random.default_rng(dim)
+    vecs = rng.standard_normal((600, dim)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    part = Partition(dim)
+    part.exact_limit = 100
+    part.add(_batch([("2023-01-01", None, "turn")] * 600, vecs))
+    assert part.approximate
+    center = vecs.mean(axis=0)
+    plain = np.packbits(vecs > center, axis=1)
+    for q in rng.standard_normal((5, dim)).astype(np.float32):
+        dist, ids = part._codes.search(part._encode_codes(q[None]), 50)
+        mine = np.packbits(q > center)
+        expected = np.unpackbits(plain[ids[0]] ^ mine, axis=1).sum(axis=1)
+        assert dist[0].tolist() == expected.tolist()
+        everyone = np.sort(np.unpackbits(plain ^ mine, axis=1).sum(axis=1))[:50]
+        assert dist[0].tolist() == everyone.tolist()  # the 50 nearest codes, none missed
+
+
 def test_columnar_forgetting_read_equals_the_generic_path(tmp_path) -> None:  # type: ignore[no-untyped-def]
     bank = MemoryBank.open(tmp_path / "s", encoder_instance=HashingEncoder(16))
     # Out-of-order dates, summaries between turns, recalls, strengths, an archived memory.
