@@ -1,4 +1,4 @@
-"""Per-user search partitions: a FAISS inner-product index and a CJK-aware BM25 index.
+"""Per-user search partitions: vectors searched with FAISS and a CJK-aware BM25 index.
 
 Each user has their own :class:`Partition`, built from the store's saved vectors (never by
 re-embedding, never from a pickle) and extended in place as memories are added, so a search can
@@ -6,15 +6,18 @@ only ever see that user's memories. :class:`PartitionCache` keeps the most recen
 partitions in memory (LRU, bounded) and brings a partition up to date with the store when
 another thread or process has written to it (see the counters in :mod:`memory_bank.stores.base`).
 
-Dense search is exact (``faiss.IndexFlatIP``) up to :data:`EXACT_SEARCH_LIMIT` memories in a
-partition. Above it, an exact scan reads every vector for every query (154 MB at 100,000
+The vectors are one numpy buffer with room for appends, which FAISS reads in place (exact
+search with ``faiss.knn``, re-scoring with ``fvec_inner_products_by_idx``): a restart keeps the
+buffer the store's load filled instead of copying it into an index. Dense search is exact up to
+:data:`EXACT_SEARCH_LIMIT` memories in a partition. Above it, an exact scan reads every vector for every query (154 MB at 100,000
 memories of 384 dimensions: 10-20 ms), so the partition also keeps a 1-bit code per dimension
 (the sign of the vector minus the partition's mean, 48 bytes for 384 dimensions), finds the
 :data:`RESCORE` nearest codes by Hamming distance and re-scores those exactly. Codes need no
 training, so building them at a restart costs milliseconds and they are appended like the
 vectors. A code is padded with zero bytes to a length FAISS has a dedicated Hamming kernel for
 (48 -> 64 bytes for 384 dimensions): the distances are the same and the scan is a third faster.
-The recall against exact search is measured by ``memorybank bench`` and ``scripts/bench_scale.py``.
+The recall against exact search is measured by ``memorybank bench`` and
+``scripts/bench_recall.py`` (real queries; see :data:`RESCORE_SQRT`).
 
 FAISS is used directly rather than through LangChain's ``FAISS`` vector store: that class keeps a
 second copy of every text in an in-memory docstore, persists through pickle, and has no notion of
@@ -96,6 +99,32 @@ def stable_top(scores: np.ndarray, k: int) -> np.ndarray:
     kth = np.partition(scores, n - k)[n - k]  # the k-th largest
     sel = np.flatnonzero(scores >= kth)
     return sel[np.argsort(-scores[sel], kind="stable")[:k]]
+
+
+def _with_rows(buf: np.ndarray, n: int, rows: np.ndarray, spare: bool = False) -> np.ndarray:
+    """``buf`` (rows ``[0, n)`` in use) with ``rows`` written at ``n``, growing as :func:`_grow`.
+
+    With ``spare`` (``rows`` are the leading rows of a buffer made for them, with room after
+    them: see :attr:`memory_bank.stores.VectorBatch.spare`), the first rows of an empty buffer
+    are kept in that buffer, which saves a copy of every vector at a restart (1.5 GB at a
+    million memories); anything else is copied, so no caller's array is ever written to."""
+    base = rows.base
+    if (
+        spare
+        and n == 0
+        and isinstance(base, np.ndarray)
+        and base.ndim == 2
+        and base.dtype == np.float32
+        and base.shape[1] == rows.shape[1]
+        and base.flags.c_contiguous
+        and base.flags.writeable
+        and rows.flags.c_contiguous
+        and base.ctypes.data == rows.ctypes.data
+    ):
+        return base
+    buf = _grow(buf, n + len(rows))
+    buf[n : n + len(rows)] = rows
+    return buf
 
 
 def _grow(buf: np.ndarray, need: int) -> np.ndarray:
@@ -307,7 +336,9 @@ class Partition:
 
     def __init__(self, dim: int, epoch: int = 0) -> None:
         self.dim = dim
-        self.index = faiss.IndexFlatIP(dim)
+        # The vectors, rows [0, n) of a buffer with room for appends (see _with_rows): FAISS
+        # reads them in place, so a restart holds one copy of them, not two.
+        self._vecs = np.zeros((0, dim), dtype=np.float32)
         self._rowids = np.zeros(0, dtype=np.int64)
         self.kinds: list[str] = []
         self.dates: list[str] = []
@@ -379,8 +410,8 @@ class Partition:
             )
         start = len(self)
         vectors = np.ascontiguousarray(batch.vectors, dtype=np.float32)
-        self.index.add(vectors)
-        self._n = int(self.index.ntotal)
+        self._vecs = _with_rows(self._vecs, start, vectors, batch.spare and vectors is batch.vectors)
+        self._n = start + len(vectors)
         self._rowids = _grow(self._rowids, start + len(batch.rowids))
         self._rowids[start : start + len(batch.rowids)] = batch.rowids
         self.kinds += batch.kinds
@@ -602,7 +633,7 @@ class Partition:
     # -- dense search -------------------------------------------------------------------------
     def _xb(self) -> np.ndarray:
         n = len(self)
-        return faiss.rev_swig_ptr(self.index.get_xb(), n * self.dim).reshape(n, self.dim)
+        return self._vecs[:n]
 
     def _encode_codes(self, vectors: np.ndarray) -> np.ndarray:
         assert self._center is not None
@@ -624,7 +655,7 @@ class Partition:
         self._codes = codes
 
     def vectors_at(self, positions: np.ndarray) -> np.ndarray:
-        """The stored (normalised) vectors at ``positions``, read from the FAISS index without a copy of all."""
+        """The stored (normalised) vectors at ``positions`` (a copy of those rows only)."""
         return self._xb()[positions]
 
     def dot(self, positions: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -641,7 +672,7 @@ class Partition:
                 faiss.fvec_inner_products_by_idx(  # type: ignore[attr-defined]
                     faiss.swig_ptr(out),
                     faiss.swig_ptr(q),
-                    self.index.get_xb(),
+                    faiss.swig_ptr(self._vecs),
                     faiss.swig_ptr(ids),
                     self.dim,
                     1,
@@ -656,7 +687,7 @@ class Partition:
         q = np.asarray(query, dtype=np.float32).reshape(1, -1)
         if self._codes is None:
             with _one_thread():
-                scores, pos = self.index.search(q, k)
+                scores, pos = faiss.knn(q, self._xb(), k, metric=faiss.METRIC_INNER_PRODUCT)
             keep = pos[0] >= 0
             return pos[0][keep].astype(np.int64), scores[0][keep]
         r = min(len(self), max(rescore_size(len(self)), 8 * k))

@@ -8,6 +8,7 @@ implementation on random data, so a speed-up can never change a ranking or a for
 from __future__ import annotations
 
 import collections
+import dataclasses
 import math
 
 import numpy as np
@@ -123,6 +124,36 @@ def test_binary_codes_with_exact_rescoring() -> None:
     assert not part.approximate
     pos, _ = part.dense_top(queries[0], 20)
     assert pos.tolist() == np.argsort(-(vecs @ queries[0]), kind="stable")[:20].tolist()
+
+
+def test_a_load_with_room_is_kept_and_any_other_array_is_copied() -> None:
+    """A store's load hands over a buffer with room after its rows (``spare``): the partition
+    keeps it (a restart holds one copy of the vectors) and appends into the room. A caller's
+    own array is copied, so no later append ever writes into it."""
+    rng = np.random.default_rng(3)
+    room = np.zeros((50, 8), dtype=np.float32)
+    room[:30] = rng.standard_normal((30, 8))
+    loaded = dataclasses.replace(_batch([("2023-01-01", i, "turn") for i in range(30)], room[:30]), spare=True)
+    part = Partition(8)
+    part.add(loaded)
+    assert np.shares_memory(part._xb(), room)
+    more = rng.standard_normal((5, 8)).astype(np.float32)
+    part.add(_batch([("2023-01-02", i, "turn") for i in range(5)], more, start=31))
+    assert np.array_equal(room[30:35], more)  # appended into the room
+    assert np.array_equal(part.vectors_at(np.arange(35)), np.concatenate([room[:30], more]))
+
+    mine = rng.standard_normal((40, 8)).astype(np.float32)
+    before = mine.copy()
+    other = Partition(8)
+    other.add(_batch([("2023-01-01", i, "turn") for i in range(20)], mine[:20]))  # a view, no room
+    later = rng.standard_normal((10, 8)).astype(np.float32)
+    other.add(_batch([("2023-01-02", i, "turn") for i in range(10)], later, start=21))
+    assert np.array_equal(mine, before)  # the caller's rows after the view are untouched
+    q = rng.standard_normal(8).astype(np.float32)
+    flat = np.concatenate([mine[:20], later])
+    pos, scores = other.dense_top(q, 7)
+    assert pos.tolist() == np.argsort(-(flat @ q), kind="stable")[:7].tolist()
+    assert np.allclose(scores, flat[pos] @ q)
 
 
 @pytest.mark.parametrize("dim", [32, 100, 384])
