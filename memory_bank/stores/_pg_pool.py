@@ -164,6 +164,22 @@ class PostgresDatabase:
                     raise StoreError(f"reading the PostgreSQL store {self.where} failed: {e}") from e
         raise AssertionError("unreachable")
 
+    def copy_out(self, sql: str, args: Sequence[Any] = ()) -> Iterator[memoryview]:
+        """Run ``COPY (sql) TO STDOUT (FORMAT binary)`` and hand over its messages one at a time
+        as they arrive (a server sends one row per message, the header with the first): a
+        result of a few large rows (vector blocks of 6 MB) is never held whole, and a row's
+        bytes are not copied into Python objects. Each message is valid until the next is
+        asked for. Consume it to the end before the next read on this thread: inside
+        :meth:`snapshot` it holds the pinned connection. Not retried (rows may have been used).
+        ``sql`` takes psycopg's ``%s`` placeholders, bound on the client (COPY takes none)."""
+        with self.connection() as conn:
+            try:
+                with conn.cursor() as cur, cur.copy(f"COPY ({sql}) TO STDOUT (FORMAT binary)", args) as copy:
+                    while data := copy.read():
+                        yield memoryview(data)
+            except self._pg.Error as e:
+                raise StoreError(f"reading the PostgreSQL store {self.where} failed: {e}") from e
+
     def write(self, fn: Callable[[psycopg.Cursor[Any]], T]) -> T:
         """Run ``fn`` in one transaction; retried whole on a deadlock or serialisation failure,
         and on a new connection if the pooled one had been dropped before anything was sent."""
