@@ -102,6 +102,20 @@ _COPY_COLUMNS = (
 )
 
 
+def _store_snapshots_uncompressed(c: Cursor) -> None:
+    """Lexical snapshots are stored out of line as they are, like the vector blocks: with the
+    default (pglz) a 100k-memory user's 24 MB snapshot took the server about 0.07 s longer to
+    read back (0.23 vs 0.16 s) and a save longer to compress, for 7 MB less on disk. Only
+    where it is not so yet and the role owns the table (a role without DDL rights keeps the
+    default); a stored snapshot takes it when next saved."""
+    row = c.execute(
+        "SELECT a.attstorage, pg_has_role(r.relowner, 'MEMBER') FROM pg_attribute a "
+        "JOIN pg_class r ON r.oid = a.attrelid WHERE a.attrelid = 'lexical_snapshots'::regclass AND a.attname = 'data'"
+    ).fetchone()
+    if row is not None and row[0] != "e" and row[1]:
+        c.execute("ALTER TABLE lexical_snapshots ALTER COLUMN data SET STORAGE EXTERNAL")
+
+
 def _block_of(fields: list[memoryview]) -> vector_blocks.VectorBlock:
     """A vector block from its binary COPY fields (``_COPY_COLUMNS``); its vectors are a view
     of the message, every other array a copy (small), so nothing else keeps the message."""
@@ -225,6 +239,7 @@ class PostgresStorage(SQLStorage):
                 for statement in statements(self.schema_sql()):
                     c.execute(statement)
             self._upgrade(c)
+            _store_snapshots_uncompressed(c)
             cache = c.execute(
                 "SELECT seqcache FROM pg_sequence WHERE seqrelid = pg_get_serial_sequence('memories', 'id')::regclass"
             ).fetchone()
