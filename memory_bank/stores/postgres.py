@@ -39,19 +39,15 @@ Requires ``pip install 'memorybank-siliconfriend[postgres]'`` (psycopg 3).
 from __future__ import annotations
 
 import contextlib
-import functools
-import logging
-import struct
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
-from memory_bank import vector_blocks
 from memory_bank.errors import StoreError
 from memory_bank.records import Memory, MemoryKind
-from memory_bank.stores import _pg_copy
-from memory_bank.stores._pg_pool import PostgresDatabase, describe_url, split_schema
+from memory_bank.stores import _pg_vectors
+from memory_bank.stores._pg_pool import PostgresDatabase, describe_url, pyformat, split_schema
 from memory_bank.stores.base import Backend, VectorBatch
 from memory_bank.stores.sql import (
     FIELDS,
@@ -61,7 +57,6 @@ from memory_bank.stores.sql import (
     SCHEMA_6_INDEXES,
     Cursor,
     SQLStorage,
-    blocks_query,
     memory_row,
     statements,
 )
@@ -70,7 +65,6 @@ if TYPE_CHECKING:
     import psycopg
 
 T = TypeVar("T")
-logger = logging.getLogger(__name__)
 
 # Blocks of vectors do not compress: stored out of line as they are, never tried.
 _BLOCKS_STORAGE = "\nALTER TABLE vector_blocks ALTER COLUMN vectors SET STORAGE EXTERNAL;"
@@ -89,18 +83,6 @@ _MIGRATIONS: dict[int, str] = {
 
 _SCHEMA_LOCK = 0x4D42_5343  # pg_advisory_xact_lock key: "MBSC"
 
-# Each block's range and dimension, and the sizes of its arrays: ``octet_length`` of a value
-# stored out of line reads its TOAST pointer, not the value.
-_BLOCK_SIZES = (
-    "first_rowid, last_rowid, dim, octet_length(rowids), octet_length(vectors), octet_length(kind_at), "
-    "octet_length(day_at), octet_length(turns)"
-)
-# The blocks as a binary COPY reads them: every field non-NULL, the labels as UTF-8 bytes
-# whatever the connection's encoding.
-_COPY_COLUMNS = (
-    "first_rowid, last_rowid, dim, rowids, vectors, convert_to(labels, 'UTF8'), kind_at, day_at, turns"
-)
-
 
 def _store_snapshots_uncompressed(c: Cursor) -> None:
     """Lexical snapshots are stored out of line as they are, like the vector blocks: with the
@@ -116,23 +98,6 @@ def _store_snapshots_uncompressed(c: Cursor) -> None:
         c.execute("ALTER TABLE lexical_snapshots ALTER COLUMN data SET STORAGE EXTERNAL")
 
 
-def _block_of(fields: list[memoryview]) -> vector_blocks.VectorBlock:
-    """A vector block from its binary COPY fields (``_COPY_COLUMNS``); its vectors are a view
-    of the message, every other array a copy (small), so nothing else keeps the message."""
-    first, last = _pg_copy.INT8.unpack(fields[0])[0], _pg_copy.INT8.unpack(fields[1])[0]
-    (dim,) = _pg_copy.INT4.unpack(fields[2])
-    return vector_blocks.VectorBlock.from_columns(
-        first, last, dim, bytes(fields[3]), fields[4], bytes(fields[5]).decode("utf-8"),
-        bytes(fields[6]), bytes(fields[7]), bytes(fields[8]),
-    )  # fmt: skip
-
-
-@functools.lru_cache(maxsize=1024)
-def _pyformat(sql: str) -> str:
-    """The shared queries' ``?`` placeholders in psycopg's style."""
-    return sql.replace("%", "%%").replace("?", "%s")
-
-
 class _Cursor:
     """A psycopg cursor taking the shared queries' placeholders (composed SQL passes as is)."""
 
@@ -140,10 +105,10 @@ class _Cursor:
         self.raw = cur
 
     def execute(self, sql: Any, parameters: Any = (), /) -> Any:
-        return self.raw.execute(_pyformat(sql) if isinstance(sql, str) else sql, parameters)
+        return self.raw.execute(pyformat(sql) if isinstance(sql, str) else sql, parameters)
 
     def executemany(self, sql: Any, parameters: Any, /) -> Any:
-        return self.raw.executemany(_pyformat(sql), parameters)
+        return self.raw.executemany(pyformat(sql), parameters)
 
 
 class PostgresStorage(SQLStorage):
@@ -197,7 +162,7 @@ class PostgresStorage(SQLStorage):
 
     # -- connections and transactions (see memory_bank.stores._pg_pool) ------------------------
     def _rows(self, sql: str, args: Sequence[Any] = (), *, binary: bool = False) -> list[tuple[Any, ...]]:
-        return self._db.rows(_pyformat(sql), args, binary=binary)
+        return self._db.rows(pyformat(sql), args, binary=binary)
 
     def _write(self, fn: Callable[[Cursor], T]) -> T:
         return self._db.write(lambda cur: fn(_Cursor(cur)))
@@ -274,99 +239,20 @@ class PostgresStorage(SQLStorage):
         upto_rowid: int | None = None,
         texts: bool = True,
     ) -> VectorBatch:
-        """The shared :meth:`SQLStorage.vectors`, but a partition load from blocks streams them
-        into one matrix: the blocks' rows come one at a time (never a 150 MB result held
-        whole, then copied to Python, then joined), each block's kept vectors are copied once
-        into their place. The same batch, bit for bit; a block this path cannot place (sizes
-        that do not fit, another dimension) leaves the load to the shared path."""
+        """The shared :meth:`SQLStorage.vectors`, but a partition load from blocks reads them
+        with binary COPYs streamed into one matrix, on two connections for many blocks (see
+        :mod:`memory_bank.stores._pg_vectors`): the same batch, bit for bit; a block that path
+        cannot read leaves the load to the shared one."""
         kinds = list(kinds)
         if not texts:
             with self.snapshot():
-                batch = self._streamed_vectors(user_id, encoder, kinds, after_rowid, upto_rowid, archived)
+                batch = _pg_vectors.read(
+                    self, self._db, user_id, encoder, kinds, after_rowid, upto_rowid, archived
+                )
                 if batch is not None:
                     return batch
         return super().vectors(
             user_id, encoder, kinds, after_rowid, archived=archived, upto_rowid=upto_rowid, texts=texts
-        )
-
-    def _streamed_vectors(
-        self,
-        user_id: int,
-        encoder: str,
-        kinds: Sequence[MemoryKind],
-        after: int,
-        upto: int | None,
-        archived: bool | None,
-    ) -> VectorBatch | None:
-        """:meth:`vectors` without texts from the blocks (streamed) and the rows between them,
-        in one snapshot; ``None`` where there are no blocks or one does not fit."""
-        sizes = self._rows(*blocks_query(_BLOCK_SIZES, user_id, encoder, after, upto))
-        if not sizes:
-            return None
-        dim = int(sizes[0][2])
-        counts = []
-        for _first, _last, d, n_ids, n_vecs, n_kinds, n_days, n_turns in sizes:
-            n = int(n_ids) // 8
-            if int(d) != dim or dim <= 0 or int(n_ids) != 8 * n or int(n_vecs) != 4 * n * dim:
-                return None
-            if not int(n_kinds) == int(n_days) == 4 * n or int(n_turns) != 8 * n:
-                return None
-            counts.append(n)
-        ranges = [(int(r[0]), int(r[1])) for r in sizes]
-        holes = [
-            (lo, self._row_vectors(user_id, encoder, kinds, lo, hi, archived, False))
-            for lo, hi in vector_blocks.gaps(ranges, after, upto)
-        ]
-        if any(len(h.rowids) and h.vectors.shape[1] != dim for _, h in holes):
-            return None
-        flags = self._tier_flags(user_id, archived)
-        out = np.empty((sum(counts) + sum(len(h.rowids) for _, h in holes), dim), dtype=np.float32)
-        parts: list[VectorBatch] = []
-        at = 0
-
-        def put(part: VectorBatch) -> None:
-            nonlocal at
-            if len(part.rowids):
-                out[at : at + len(part.rowids)] = part.vectors
-                at += len(part.rowids)
-                parts.append(part)
-
-        pending = iter(holes)
-        hole = next(pending, None)
-        i = -1
-        sql, args = blocks_query(_COPY_COLUMNS, user_id, encoder, after, upto)
-        messages = self._db.copy_out(_pyformat(sql), args)
-        try:
-            for i, fields in enumerate(_pg_copy.tuples(messages, 9)):
-                block = _block_of(fields)
-                if i >= len(ranges) or (block.first, block.last) != ranges[i]:
-                    raise ValueError("the blocks changed within one snapshot")
-                while hole is not None and hole[0] < block.first:
-                    put(hole[1])
-                    hole = next(pending, None)
-                put(self._from_block(block, kinds, flags, archived, after, upto))
-        except (ValueError, struct.error) as e:
-            logger.info("reading the vector blocks of user id %d from rows: %s", user_id, e)
-            for _ in messages:
-                pass  # to the end of the COPY: the shared path reads on this connection
-            return None
-        if i + 1 != len(ranges):
-            return None
-        while hole is not None:
-            put(hole[1])
-            hole = next(pending, None)
-        if not parts:
-            return VectorBatch(
-                np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32), [], [], [], []
-            )
-        return VectorBatch(
-            np.concatenate([p.rowids for p in parts]),
-            out[:at],
-            [],
-            [k for p in parts for k in p.kinds],
-            [d for p in parts for d in p.dates],
-            [t for p in parts for t in p.turns],
-            from_rows=sum(h.from_rows for _, h in holes),
         )
 
     # -- one statement where the shared code would send many -----------------------------------

@@ -5,6 +5,7 @@ a block it cannot read leaves the load to the shared path on the same connection
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -66,17 +67,17 @@ def _same(a: Any, b: Any) -> None:
 
 def _spy(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Whether each load was served by the COPY path."""
-    from memory_bank.stores.postgres import PostgresStorage
+    from memory_bank.stores import _pg_vectors
 
     served: list[bool] = []
-    original = PostgresStorage._streamed_vectors
+    original = _pg_vectors.read
 
-    def spy(self: PostgresStorage, *args: Any) -> Any:
-        batch = original(self, *args)
+    def spy(*args: Any) -> Any:
+        batch = original(*args)
         served.append(batch is not None)
         return batch
 
-    monkeypatch.setattr(PostgresStorage, "_streamed_vectors", spy)
+    monkeypatch.setattr(_pg_vectors, "read", spy)
     return served
 
 
@@ -85,11 +86,32 @@ def _block_count(bank: MemoryBank, uid: int) -> int:
     return int(bank.storage._rows("SELECT COUNT(*) FROM vector_blocks WHERE user_id = ?", (uid,))[0][0])
 
 
-def test_the_copy_path_equals_the_shared_block_path_and_the_rows(bank, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("connections", [1, 2, "refused"])
+def test_the_copy_path_equals_the_shared_block_path_and_the_rows(bank, monkeypatch, connections) -> None:  # type: ignore[no-untyped-def]
+    from memory_bank.stores import _pg_vectors
+    from memory_bank.stores._pg_pool import PostgresDatabase
+
     uid = _fill(bank)
     storage = bank.storage
     assert isinstance(storage, SQLStorage)
     assert _block_count(bank, uid) >= 7
+    # 1: every load on one connection; 2: four blocks or more on two; "refused": no second
+    # connection on the same snapshot (a standby, no free connection), so one after all
+    monkeypatch.setattr(_pg_vectors, "PARALLEL_MIN", 10**6 if connections == 1 else 4)
+    twins: list[bool] = []
+    original_twin = PostgresDatabase.twin
+
+    @contextlib.contextmanager
+    def twin(self: PostgresDatabase) -> Iterator[Any]:
+        if connections == "refused":
+            twins.append(False)
+            yield None
+            return
+        with original_twin(self) as conn:
+            twins.append(conn is not None)
+            yield conn
+
+    monkeypatch.setattr(PostgresDatabase, "twin", twin)
     served = _spy(monkeypatch)
     top = max(m.rowid or 0 for m in bank.history("Ann"))
     enc = bank.encoder_name
@@ -110,6 +132,10 @@ def test_the_copy_path_equals_the_shared_block_path_and_the_rows(bank, monkeypat
                     assert got.vectors.tobytes() == rows.vectors.tobytes()
                 checked += len(got.rowids)
     assert checked > 500 and sum(served) >= 40  # the COPY path served the loads that had blocks
+    if connections == 1:
+        assert twins == []
+    else:
+        assert len(twins) >= 20 and all(twins) == (connections == 2)
     whole = storage.vectors(uid, enc, RETRIEVABLE_KINDS, archived=None, texts=False)
     assert None in whole.turns and "daily_summary" in whole.kinds  # summaries have no turn number
     assert whole.from_rows < len(whole.rowids) // 4  # from the blocks, not the rows
