@@ -73,7 +73,9 @@ class _Run:
             at = self.start + self.filled
             out[at : at + n] = part.vectors
             self.filled += n
-            self.parts.append(part)
+            # not the block's own vectors: they are a view of its COPY message, which is freed
+            # (and its memory reused for the next one) only once nothing holds it
+            self.parts.append(dataclasses.replace(part, vectors=out[at : at + n]))
 
 
 class _Load:
