@@ -46,9 +46,16 @@ def _bank(url: str, schema: str) -> Any:
     )
 
 
+def _pool() -> Any:
+    """The unit vectors the stored vectors are drawn near (the pool of ``bench_scale.py``)."""
+    import numpy as np
+
+    pool = np.random.default_rng(1).normal(size=(1000, DIM)).astype(np.float32)
+    return pool / np.linalg.norm(pool, axis=1, keepdims=True)
+
+
 def build(url: str, schema: str, n: int) -> None:
     """The store of ``n`` memories, unless it is there."""
-    import numpy as np
 
     from memory_bank.bench.data import DialogGenerator, synth_vectors
     from memory_bank.bench.systems import turn_memories
@@ -56,9 +63,7 @@ def build(url: str, schema: str, n: int) -> None:
     bank = _bank(url, schema)
     rec = bank.storage.get_user("big")
     if rec is None or not bank.storage.has_memories(rec.id):
-        pool = np.random.default_rng(1).normal(size=(1000, DIM)).astype(np.float32)
-        pool /= np.linalg.norm(pool, axis=1, keepdims=True)
-        vecs = synth_vectors(pool, n)
+        vecs = synth_vectors(_pool(), n)
         bank._writing_encoder()
         uid = bank.user("big", create=True).id
         mems = turn_memories("big", DialogGenerator(0).many(n))
@@ -98,7 +103,6 @@ def _postmaster(bank: Any) -> int | None:
 
 def cold(url: str, schema: str) -> dict[str, Any]:
     """One restart: a new bank, its first partition build timed, then the rankings' digest."""
-    import numpy as np
 
     from memory_bank.bench.data import DialogGenerator, synth_vectors
     from memory_bank.retrieval import rank
@@ -117,9 +121,7 @@ def cold(url: str, schema: str) -> dict[str, Any]:
     }
     after = _server_cpu(postmaster)
     out["server_cpu_s"] = None if server is None or after is None else after - server
-    pool = np.random.default_rng(1).normal(size=(1000, DIM)).astype(np.float32)
-    pool /= np.linalg.norm(pool, axis=1, keepdims=True)
-    qv = synth_vectors(pool, 1030, seed=99)[1000:]
+    qv = synth_vectors(_pool(), 1030, seed=99)[1000:]  # near the stored vectors, as a query's are
     ranks = [
         rank(part, q, v, 10, bank.config.retrieval, now=dt.date(2030, 1, 1)).positions.tolist()
         for q, v in zip(DialogGenerator(7).queries(30), qv, strict=True)
