@@ -100,7 +100,7 @@ VECTOR_BLOCKS_TABLE = """CREATE TABLE IF NOT EXISTS vector_blocks (
     PRIMARY KEY (user_id, encoder, first_rowid)
 );{blocks_storage}"""
 
-_BLOCK_COLUMNS = "first_rowid, last_rowid, dim, rowids, vectors, labels, kind_at, day_at, turns"
+BLOCK_COLUMNS = "first_rowid, last_rowid, dim, rowids, vectors, labels, kind_at, day_at, turns"
 
 #: Version 6: the forgotten and hidden memories of a user, found without reading the others
 #: (what a partition loaded from blocks leaves out), and the encoders of the stored vectors,
@@ -212,6 +212,19 @@ def same_content(m: Memory, row: Sequence[Any]) -> bool:
         m.text,
         m.query,
         m.response,
+    )
+
+
+def blocks_query(
+    columns: str, user_id: int, encoder: str, after: int, upto: int | None
+) -> tuple[str, tuple[Any, ...]]:
+    """The read of ``columns`` of the user's vector blocks of ``encoder`` that overlap the
+    rowid range ``(after, upto]``, in rowid order, and its arguments."""
+    bound = "" if upto is None else " AND first_rowid <= ?"
+    return (
+        f"SELECT {columns} FROM vector_blocks WHERE user_id = ? AND encoder = ? AND last_rowid > ?{bound} "
+        "ORDER BY first_rowid",
+        (user_id, encoder, int(after), *(() if upto is None else (int(upto),))),
     )
 
 
@@ -969,13 +982,7 @@ class SQLStorage(Storage):
     ) -> list[vector_blocks.VectorBlock]:
         """The user's vector blocks of ``encoder`` overlapping ``(after, upto]``, in rowid order
         (a damaged one is left out: its memories are read from their rows)."""
-        bound = "" if upto is None else " AND first_rowid <= ?"
-        rows = self._rows(
-            f"SELECT {_BLOCK_COLUMNS} FROM vector_blocks WHERE user_id = ? AND encoder = ? AND last_rowid > ?"
-            f"{bound} ORDER BY first_rowid",
-            (user_id, encoder, int(after), *(() if upto is None else (int(upto),))),
-            binary=True,
-        )
+        rows = self._rows(*blocks_query(BLOCK_COLUMNS, user_id, encoder, after, upto), binary=True)
         out = []
         for row in rows:
             try:
@@ -1128,7 +1135,7 @@ class SQLStorage(Storage):
                 [r[4] for r in rows],
             )
             c.execute(
-                f"INSERT INTO vector_blocks(user_id, encoder, {_BLOCK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO vector_blocks(user_id, encoder, {BLOCK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (user_id, encoder, lo + 1, last, *block.columns()),
             )
             n += len(block)
