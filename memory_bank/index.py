@@ -36,9 +36,11 @@ from collections.abc import Callable, Iterable, Sequence
 import faiss
 import numpy as np
 
+from memory_bank.bm25 import Bm25Query
 from memory_bank.lexical_snapshot import LexicalSnapshot
 from memory_bank.stores import VectorBatch
 from memory_bank.text import is_question, tokenize
+from memory_bank.topk import stable_top
 from memory_bank.vector_blocks import SEAL_MIN
 
 # BM25 parameters (Robertson & Zaragoza's usual values).
@@ -85,20 +87,6 @@ class _one_thread:  # a context manager used like a function: ``with _one_thread
     def __exit__(self, *exc: object) -> None:
         if self.previous != 1:
             faiss.omp_set_num_threads(self.previous)
-
-
-def stable_top(scores: np.ndarray, k: int) -> np.ndarray:
-    """``np.argsort(-scores, kind="stable")[:k]`` in O(n): the indices of the ``k`` largest
-    scores, best first, ties in index order."""
-    scores = np.asarray(scores)
-    n = len(scores)
-    if k <= 0:
-        return np.zeros(0, dtype=np.int64)
-    if k >= n:
-        return np.argsort(-scores, kind="stable")
-    kth = np.partition(scores, n - k)[n - k]  # the k-th largest
-    sel = np.flatnonzero(scores >= kth)
-    return sel[np.argsort(-scores[sel], kind="stable")[:k]]
 
 
 def _with_rows(buf: np.ndarray, n: int, rows: np.ndarray, spare: bool = False) -> np.ndarray:
@@ -329,6 +317,11 @@ class LexicalIndex:
         acc = self.score_array(query_tokens)
         hit = np.flatnonzero(acc)
         return hit, acc[hit]
+
+    def query(self, query_tokens: Sequence[str]) -> Bm25Query:
+        """BM25 of ``query_tokens`` over this index as it is now: the best positions, the best
+        score and the scores of any positions (see :mod:`memory_bank.bm25`)."""
+        return Bm25Query(self, query_tokens)
 
 
 class Partition:

@@ -15,7 +15,6 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from memory_bank.index import stable_top
 from memory_bank.retrieval.query import Context, once
 
 #: A candidate source: positions of the partition for a context, given the pool size.
@@ -41,10 +40,7 @@ def dense_top(ctx: Context, size: int) -> np.ndarray:
 
 def lexical_top(ctx: Context, size: int) -> np.ndarray:
     """Up to ``size`` memories with the best (non-zero) BM25 scores."""
-    if ctx.bm25_max <= 0:
-        return np.zeros(0, dtype=np.int64)
-    top = stable_top(ctx.bm25, size)
-    return top[ctx.bm25[top] > 0]
+    return ctx.bm25.top(size)[0]
 
 
 def named_days(ctx: Context, size: int) -> np.ndarray:

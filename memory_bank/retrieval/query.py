@@ -3,9 +3,9 @@
 :class:`Query` holds the query's text, vector, "now" and the memory kinds it may return, and
 parses the rest on first use (tokens, the days and the months it names), so a term whose
 weight is 0 never pays for a parse it does not need. :class:`Context` pairs a query with one
-user's :class:`~memory_bank.index.Partition` and keeps what several steps share: the BM25
-score of every memory (lexical candidates and the lexical term) and the positions on the days
-and in the months the query names (candidates and the date hints).
+user's :class:`~memory_bank.index.Partition` and keeps what several steps share: the query's
+BM25 (its best memories for the lexical candidates, its scores for the lexical term) and the
+positions on the days and in the months the query names (candidates and the date hints).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from memory_bank.bm25 import Bm25Query
 from memory_bank.index import Partition
 from memory_bank.retrieval.dialogue import Dialogue, parse_dialogue
 from memory_bank.text import dates_in, months_in, tokenize
@@ -93,14 +94,15 @@ class Context:
         self.query = query
 
     @once
-    def bm25(self) -> np.ndarray:
-        """The BM25 score of every position (``float32``, 0 where no query token occurs)."""
-        return self.part.lexical.score_array(self.query.tokens)
+    def bm25(self) -> Bm25Query:
+        """BM25 of the query over the partition: its top k, best score and the scores of any
+        positions, exactly as scoring every memory gives them (see :mod:`memory_bank.bm25`)."""
+        return self.part.lexical.query(self.query.tokens)
 
     @once
     def bm25_max(self) -> float:
         """The best BM25 score (0 when no memory holds a query token)."""
-        return float(self.bm25.max()) if len(self.bm25) else 0.0
+        return self.bm25.best()
 
     @once
     def on_named_days(self) -> np.ndarray:

@@ -73,7 +73,7 @@ class Lexical:
         best = ctx.bm25_max
         if best <= 0:
             return np.zeros(len(positions), dtype=np.float32)
-        scaled = ctx.bm25[positions] / best
+        scaled = ctx.bm25.at(positions) / best
         if self.dialogue_scale != 1.0 and ctx.query.dialogue is not None:
             scaled *= np.float32(self.dialogue_scale)
         return scaled
