@@ -41,6 +41,7 @@ from memory_bank.lexical_snapshot import LexicalSnapshot
 from memory_bank.stores import VectorBatch
 from memory_bank.text import is_question, tokenize
 from memory_bank.topk import stable_top
+from memory_bank.turn_keys import TurnKeys
 from memory_bank.vector_blocks import SEAL_MIN
 
 # BM25 parameters (Robertson & Zaragoza's usual values).
@@ -348,15 +349,9 @@ class Partition:
         self._by_day: dict[str, list[int]] = {}
         self._years: set[int] = set()
         self._years_desc: tuple[int, ...] | None = None  # sorted _years, until the next add
-        self._by_day_turn: dict[tuple[str, int], int] = {}
-        # Every position holding a (day, turn), and each position's neighbours, kept equal to
-        # looking the neighbours up in _by_day_turn at query time (duplicates included).
-        self._holders: dict[tuple[str, int], list[int]] = {}
-        # (day ids, turns, last positions, repeated keys, their positions) of a bulk load whose
-        # dictionaries are not built yet (see _turn_keys).
-        self._pending_keys: (
-            tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, int]], list[list[int]]] | None
-        ) = None
+        # The positions holding each (day, turn), kept equal to looking the neighbours up at
+        # query time (duplicates included).
+        self._keys = TurnKeys({})
         self._nbrs = np.zeros((0, 2), dtype=np.int64)  # previous, next turn position; -1: none
         self._day_ids = np.zeros(0, dtype=np.int32)  # per position: its day, numbered as first seen
         self._day_number: dict[str, int] = {}
@@ -431,39 +426,12 @@ class Partition:
         elif len(self) > self.exact_limit:
             self._build_codes()
 
-    def _turn_keys(self) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], list[int]]]:
-        """The last position holding each (day, turn), and every position of the (day, turn)s
-        held more than once: built on the first append after a bulk load, which leaves them
-        as arrays (a restart should not pay for dictionaries only appends use)."""
-        pending = self._pending_keys
-        if pending is not None:
-            self._pending_keys = None
-            days, turns, last, dup_keys, dup_positions = pending
-            names = list(self._day_number)
-            self._by_day_turn = dict(
-                zip(
-                    zip([names[d] for d in days.tolist()], turns.tolist(), strict=True),
-                    last.tolist(),
-                    strict=True,
-                )
-            )
-            self._holders = {(names[d], t): ps for (d, t), ps in zip(dup_keys, dup_positions, strict=True)}
-        return self._by_day_turn, self._holders
-
     def _index_days(self, batch: VectorBatch, start: int) -> None:
         """Days, turn numbers and neighbours of the memories appended at ``start``, one by one."""
         by_day = self._by_day
-        by_day_turn, holders = self._turn_keys()
+        keys = self._keys
         nbrs = self._nbrs
         day_ids, day_number = self._day_ids, self._day_number
-
-        def holding(key: tuple[str, int]) -> list[int]:
-            many = holders.get(key)
-            if many is not None:
-                return many
-            one = by_day_turn.get(key)
-            return [] if one is None else [one]
-
         for i, (kind, day, turn) in enumerate(zip(batch.kinds, batch.dates, batch.turns, strict=True)):
             pos = start + i
             positions = by_day.get(day)
@@ -478,15 +446,12 @@ class Partition:
             if kind == "turn" and turn is not None:
                 t = int(turn)
                 key = (day, t)
-                nbrs[pos] = by_day_turn.get((day, t - 1), -1), by_day_turn.get((day, t + 1), -1)
-                for q in holding((day, t + 1)):
+                nbrs[pos] = keys.last((day, t - 1)), keys.last((day, t + 1))
+                for q in keys.holding((day, t + 1)):
                     nbrs[q, 0] = pos
-                for q in holding((day, t - 1)):
+                for q in keys.holding((day, t - 1)):
                     nbrs[q, 1] = pos
-                before = holding(key)
-                if before:
-                    holders[key] = [*before, pos]
-                by_day_turn[key] = pos
+                keys.add(key, pos)
 
     def _index_days_bulk(self, batch: VectorBatch) -> None:
         """:meth:`_index_days` for a partition's first batch, the same result in array
@@ -506,11 +471,10 @@ class Partition:
         }
         self._years = {int(d[:4]) for d in day_number}
         self._nbrs[:n] = -1
-        self._by_day_turn, self._holders = {}, {}
+        self._keys = TurnKeys(day_number)
         turns_all = np.asarray(batch.turns, dtype=object)
         at = np.flatnonzero((np.asarray(batch.kinds, dtype=object) == "turn") & (turns_all != None))  # noqa: E711
         if not len(at):
-            self._pending_keys = None
             return
         t = turns_all[at].astype(np.int64)
         d = ids[at].astype(np.int64)
@@ -525,14 +489,10 @@ class Partition:
         group = np.repeat(np.arange(len(starts)), ends - starts + 1)  # of each sorted element
         self._nbrs[sp, 0] = prev[group]
         self._nbrs[sp, 1] = nxt[group]
-        many = np.flatnonzero(ends > starts)
-        self._pending_keys = (
-            gd,
-            gt,
-            last,
-            [(int(gd[g]), int(gt[g])) for g in many.tolist()],
-            [sp[starts[g] : ends[g] + 1].tolist() for g in many.tolist()],
-        )
+        many = np.flatnonzero(ends > starts).tolist()
+        names = list(day_number) if many else []
+        repeated = {(names[int(gd[g])], int(gt[g])): sp[starts[g] : ends[g] + 1].tolist() for g in many}
+        self._keys = TurnKeys(day_number, gd, gt, last, repeated)
 
     def _add_user_tokens(self, batch: VectorBatch) -> None:
         queries = batch.queries or [None] * len(batch.rowids)
