@@ -438,6 +438,7 @@ class MemoryBank:
         )
         used = self._with_rowids(rec, recalled)
         cold = _forgotten(used, report)
+        before = self.storage.user_counters(rec.id) if cold else None
         memory = self.storage.add_turn(
             rec.id,
             memory,
@@ -450,6 +451,8 @@ class MemoryBank:
         )
         for m in cold:
             m.archived = False
+        if before is not None:  # the tier move, applied to the cached live set (no recompute)
+            self.cold.revived(rec.id, before, day, [m.rowid or 0 for m in cold])
         _note_recall(used, day)
         return memory
 

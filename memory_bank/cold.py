@@ -28,7 +28,7 @@ memories change.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -122,6 +122,27 @@ class ColdTier:
             self._live.pop(next(iter(self._live)))
         self._live[user_id] = (state, day, top, rowids, rowids)
         return rowids
+
+    def revived(self, user_id: int, before: tuple[int, int, int], day: str, rowids: Sequence[int]) -> None:
+        """Bring the cached live set along with a chat reply's write that brought ``rowids``
+        back from the cold tier on ``day`` (recalled, so live again: retention 1 that day),
+        when the cache was current at ``before``, the user's counters just before that write.
+
+        Such a write moves the tier counter by one, which would otherwise recompute the set from
+        every memory (1.8 s at a million memories), on each reply that used a forgotten memory.
+        The entry keeps ``before``'s version, so the next search still examines the new turn
+        (see :meth:`live_rowids`); any other writer's tier move makes the counters disagree and
+        the set is recomputed as before."""
+        hit = self._live.get(user_id)
+        if hit is None or hit[0] != before or hit[1] != day or not len(rowids):
+            return
+        live = hit[3]
+        new = np.unique(np.asarray(rowids, dtype=np.int64))
+        new = new[~member(new, live)] if len(live) else new
+        if len(new):
+            live = np.insert(live, np.searchsorted(live, new), new)
+        version, epoch, tiers = before
+        self._live[user_id] = ((version, epoch, tiers + 1), day, hit[2], live, live)
 
     def search(
         self,

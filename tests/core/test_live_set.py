@@ -43,3 +43,30 @@ def test_the_live_set_after_each_turn_equals_a_fresh_computation(make_bank) -> N
         fresh = bank._live_now(rec, dt.date.fromisoformat(now), part)
         assert cached.tolist() == fresh.tolist()
         assert len(fresh) == i + 1  # today's turns are live, May's have faded
+
+
+def test_a_reply_that_revives_a_forgotten_memory_updates_the_set_without_recomputing(
+    make_bank, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank(forgetting=SELECTIVE_FORGETTING)
+    bank.add_turn("Ann", "My cat Miso loves tuna.", "Sweet.", at="2023-05-01T09:00")
+    for i in range(3):
+        bank.add_turn("Ann", f"Back in May I tried pottery class {i}.", "Nice.", at=f"2023-05-0{i + 2}T09:00")
+    now = "2023-09-01"
+    day = dt.date.fromisoformat(now)
+    bank.add_turn("Ann", "Today I painted the sea.", "Lovely.", at=f"{now}T09:00")
+    hits = bank.search("Ann", "what does my cat Miso love", k=1, now=now)
+    assert hits and hits[0].memory.archived  # found in the cold tier: faded since May
+    computed = []
+    real = bank._forget_columns
+    monkeypatch.setattr(bank, "_forget_columns", lambda *a, **kw: computed.append(1) or real(*a, **kw))
+    bank.add_turn("Ann", "Miso also likes salmon.", "Noted!", at=f"{now}T10:00", recalled=[h.memory for h in hits])
+    bank.search("Ann", "what does Miso like", k=2, now=now)
+    assert computed == []  # the revive was applied to the cached set
+    rec = bank.user("Ann")
+    part = bank._cache.get(rec.id)
+    cached = bank._live_now(rec, day, part)
+    bank.cold._live.clear()
+    fresh = bank._live_now(rec, day, part)
+    assert cached.tolist() == fresh.tolist()
+    assert len(fresh) == 3  # today's painting, Miso (recalled today), today's salmon turn
