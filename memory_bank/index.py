@@ -259,21 +259,28 @@ class LexicalIndex:
         self._tail = {}
         self._tail_size = 0
 
-    def postings(self, token: str) -> tuple[np.ndarray, np.ndarray]:
-        """Positions (ascending) of the documents holding ``token`` and its frequency in each."""
-        parts_p: list[np.ndarray] = []
-        parts_f: list[np.ndarray] = []
+    def _posting_parts(self, token: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``token``'s postings as (positions, frequencies) runs, ascending and disjoint: the
+        sparse arrays' (a view) and the tail's, so a search never copies a long list to join it
+        with the few postings appended since the last merge."""
         tid = self._vocab.get(token)
         if tid is None:
-            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float32)
+            return []
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
         if tid + 1 < len(self._starts):
             a, b = self._starts[tid], self._starts[tid + 1]
-            parts_p.append(self._pos[a:b])
-            parts_f.append(self._tf[a:b])
+            if b > a:
+                parts.append((self._pos[a:b], self._tf[a:b]))
         plist = self._tail.get(tid)
         if plist is not None:
-            parts_p.append(np.asarray(plist[0], dtype=np.intp))
-            parts_f.append(np.asarray(plist[1], dtype=np.float32))
+            parts.append((np.asarray(plist[0], dtype=np.intp), np.asarray(plist[1], dtype=np.float32)))
+        return parts
+
+    def postings(self, token: str) -> tuple[np.ndarray, np.ndarray]:
+        """Positions (ascending) of the documents holding ``token`` and its frequency in each."""
+        found = self._posting_parts(token)
+        parts_p = [p for p, _ in found]
+        parts_f = [f for _, f in found]
         if len(parts_p) == 1:
             return parts_p[0], parts_f[0]
         if not parts_p:
@@ -301,16 +308,18 @@ class LexicalIndex:
             return acc
         norms = self._length_norms()
         for tok, qtf in collections.Counter(query_tokens).items():
-            pos, tf = self.postings(tok)
-            if not len(pos):
+            runs = self._posting_parts(tok)
+            df = sum(len(pos) for pos, _ in runs)
+            if not df:
                 continue
-            idf = math.log(1.0 + (n - len(pos) + 0.5) / (len(pos) + 0.5))
-            part = tf * (qtf * idf)
-            part *= _K1 + 1
-            denom = norms.take(pos)
-            denom += tf
-            part /= denom
-            np.add.at(acc, pos, part)  # positions are distinct within a token: one add each
+            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            for pos, tf in runs:  # element by element, so the same numbers whatever the runs
+                part = tf * (qtf * idf)
+                part *= _K1 + 1
+                denom = norms.take(pos)
+                denom += tf
+                part /= denom
+                acc[pos] += part  # positions are distinct within a token: one add each
         return acc
 
     def scores(self, query_tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
