@@ -180,7 +180,10 @@ def read(
     runs = [_Run(ranges[:split], head, 0)]
     if split < len(ranges):
         runs.append(_Run(ranges[split:], tail, size))
-    out = np.empty((size + sum(counts[split:]) + sum(len(h.rowids) for _, h in tail), dim), dtype=np.float32)
+    total = size + sum(counts[split:]) + sum(len(h.rowids) for _, h in tail)
+    # Room after the rows for the memories a chat adds next: the partition keeps this matrix
+    # as it is (VectorBatch.spare) instead of copying it.
+    out = np.empty((total + max(1024, total // 16), dim), dtype=np.float32)
     try:
         _fill_all(db, load, runs, out)
     except ValueError as e:
@@ -202,6 +205,7 @@ def read(
         [d for p in parts for d in p.dates],
         [t for p in parts for t in p.turns],
         from_rows=sum(h.from_rows for _, h in holes),
+        spare=True,
     )
 
 
