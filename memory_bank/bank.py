@@ -40,6 +40,7 @@ from memory_bank.lexical_snapshot import LexicalSnapshot
 from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind, SearchResult, index_text, turn_text
 from memory_bank.retrieval import rank
 from memory_bank.retrieval.dialogue import query_vector
+from memory_bank.retrieval.query import member
 from memory_bank.stores import ForgetColumns, Storage, UserRecord, VectorBatch
 from memory_bank.text import MAX_TEXT as MAX_TEXT  # re-exported: the limit of one message
 from memory_bank.text import MAX_USER_NAME, TOKENIZER_VERSION, parse_day, parse_time, user_key, validate_user
@@ -437,6 +438,7 @@ class MemoryBank:
         )
         used = self._with_rowids(rec, recalled)
         cold = _forgotten(used, report)
+        before = self.storage.user_counters(rec.id) if cold else None
         memory = self.storage.add_turn(
             rec.id,
             memory,
@@ -449,6 +451,8 @@ class MemoryBank:
         )
         for m in cold:
             m.archived = False
+        if before is not None:  # the tier move, applied to the cached live set (no recompute)
+            self.cold.revived(rec.id, before, day, [m.rowid or 0 for m in cold])
         _note_recall(used, day)
         return memory
 
@@ -731,7 +735,11 @@ class MemoryBank:
                 allowed_kinds=allowed,
             )
             rowids = part.rowids[ranked.positions].tolist()
-        keep = set(rowids) if live is None else set(np.asarray(rowids)[np.isin(rowids, live)].tolist())
+        keep = (
+            set(rowids)
+            if live is None
+            else set(np.asarray(rowids)[member(np.asarray(rowids), live)].tolist())
+        )
         by_row = {m.rowid: m for m in self.storage.memories(rec.id, rowids=sorted(keep))}
         found = []
         for rowid, score in zip(rowids, ranked.scores.tolist(), strict=True):
@@ -776,7 +784,7 @@ class MemoryBank:
         if live is None:
             return sorted(found + [x for x in cold if x[0].archived], key=lambda x: -x[1])[:k]
         for m, _ in cold:  # forgotten at ``today``, whether or not a pass has persisted it yet
-            m.archived = m.archived or not bool(np.isin(m.rowid or 0, live))
+            m.archived = m.archived or not bool(member(np.asarray([m.rowid or 0]), live)[0])
         return cold
 
     def reinforce(

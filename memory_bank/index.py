@@ -1,4 +1,4 @@
-"""Per-user search partitions: a FAISS inner-product index and a CJK-aware BM25 index.
+"""Per-user search partitions: vectors searched with FAISS and a CJK-aware BM25 index.
 
 Each user has their own :class:`Partition`, built from the store's saved vectors (never by
 re-embedding, never from a pickle) and extended in place as memories are added, so a search can
@@ -6,13 +6,18 @@ only ever see that user's memories. :class:`PartitionCache` keeps the most recen
 partitions in memory (LRU, bounded) and brings a partition up to date with the store when
 another thread or process has written to it (see the counters in :mod:`memory_bank.stores.base`).
 
-Dense search is exact (``faiss.IndexFlatIP``) up to :data:`EXACT_SEARCH_LIMIT` memories in a
-partition. Above it, an exact scan reads every vector for every query (154 MB at 100,000
+The vectors are one numpy buffer with room for appends, which FAISS reads in place (exact
+search with ``faiss.knn``, re-scoring with ``fvec_inner_products_by_idx``): a restart keeps the
+buffer the store's load filled instead of copying it into an index. Dense search is exact up to
+:data:`EXACT_SEARCH_LIMIT` memories in a partition. Above it, an exact scan reads every vector for every query (154 MB at 100,000
 memories of 384 dimensions: 10-20 ms), so the partition also keeps a 1-bit code per dimension
 (the sign of the vector minus the partition's mean, 48 bytes for 384 dimensions), finds the
 :data:`RESCORE` nearest codes by Hamming distance and re-scores those exactly. Codes need no
 training, so building them at a restart costs milliseconds and they are appended like the
-vectors. The recall against exact search is measured by ``memorybank bench``.
+vectors. A code is padded with zero bytes to a length FAISS has a dedicated Hamming kernel for
+(48 -> 64 bytes for 384 dimensions): the distances are the same and the scan is a third faster.
+The recall against exact search is measured by ``memorybank bench`` and
+``scripts/bench_recall.py`` (real queries; see :data:`RESCORE_SQRT`).
 
 FAISS is used directly rather than through LangChain's ``FAISS`` vector store: that class keeps a
 second copy of every text in an in-memory docstore, persists through pickle, and has no notion of
@@ -36,6 +41,7 @@ from memory_bank.lexical_snapshot import LexicalSnapshot
 from memory_bank.stores import VectorBatch
 from memory_bank.text import is_question, tokenize
 from memory_bank.topk import stable_top
+from memory_bank.turn_keys import TurnKeys
 from memory_bank.vector_blocks import SEAL_MIN
 
 # BM25 parameters (Robertson & Zaragoza's usual values).
@@ -43,8 +49,27 @@ _K1, _B = 1.2, 0.75
 
 #: Partitions with more memories than this search their binary codes, then re-score exactly.
 EXACT_SEARCH_LIMIT = 8_192
-#: Codes re-scored exactly per query in approximate mode (at least 8x the candidates asked for).
+#: Codes re-scored exactly per query in approximate mode: at least this many, ...
 RESCORE = 1024
+#: ... and ``RESCORE_SQRT * sqrt(n)`` in a partition of n memories. 1-bit codes tell close
+#: vectors apart less well as n grows: on real (MiniLM) queries over the bench's vectors, the
+#: final top 5 against exact search has recall 99.8% at 83k memories (3,455 re-scored; 1,024
+#: gave 97.6%), 99.6% at 283k and 99.8% at 1M (11,892; 4,096 gave 98%):
+#: ``scripts/bench_recall.py``.
+RESCORE_SQRT = 12.0
+#: Code lengths (bytes) with a dedicated FAISS Hamming kernel; a longer code is padded to 8n.
+_KERNEL_BYTES = (4, 8, 16, 20, 32, 64)
+
+
+def rescore_size(n: int) -> int:
+    """Codes re-scored exactly per query in a partition of ``n`` memories (see :data:`RESCORE`)."""
+    return max(RESCORE, int(RESCORE_SQRT * math.sqrt(n)))
+
+
+def code_bytes(dim: int) -> int:
+    """Bytes of a partition's binary code for ``dim`` dimensions, padded for FAISS's kernels."""
+    raw = -(-dim // 8)
+    return next((b for b in _KERNEL_BYTES if b >= raw), raw + (-raw) % 8)
 
 
 class _one_thread:  # a context manager used like a function: ``with _one_thread():``
@@ -63,6 +88,32 @@ class _one_thread:  # a context manager used like a function: ``with _one_thread
     def __exit__(self, *exc: object) -> None:
         if self.previous != 1:
             faiss.omp_set_num_threads(self.previous)
+
+
+def _with_rows(buf: np.ndarray, n: int, rows: np.ndarray, spare: bool = False) -> np.ndarray:
+    """``buf`` (rows ``[0, n)`` in use) with ``rows`` written at ``n``, growing as :func:`_grow`.
+
+    With ``spare`` (``rows`` are the leading rows of a buffer made for them, with room after
+    them: see :attr:`memory_bank.stores.VectorBatch.spare`), the first rows of an empty buffer
+    are kept in that buffer, which saves a copy of every vector at a restart (1.5 GB at a
+    million memories); anything else is copied, so no caller's array is ever written to."""
+    base = rows.base
+    if (
+        spare
+        and n == 0
+        and isinstance(base, np.ndarray)
+        and base.ndim == 2
+        and base.dtype == np.float32
+        and base.shape[1] == rows.shape[1]
+        and base.flags.c_contiguous
+        and base.flags.writeable
+        and rows.flags.c_contiguous
+        and base.ctypes.data == rows.ctypes.data
+    ):
+        return base
+    buf = _grow(buf, n + len(rows))
+    buf[n : n + len(rows)] = rows
+    return buf
 
 
 def _grow(buf: np.ndarray, need: int) -> np.ndarray:
@@ -208,21 +259,28 @@ class LexicalIndex:
         self._tail = {}
         self._tail_size = 0
 
-    def postings(self, token: str) -> tuple[np.ndarray, np.ndarray]:
-        """Positions (ascending) of the documents holding ``token`` and its frequency in each."""
-        parts_p: list[np.ndarray] = []
-        parts_f: list[np.ndarray] = []
+    def _posting_parts(self, token: str) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``token``'s postings as (positions, frequencies) runs, ascending and disjoint: the
+        sparse arrays' (a view) and the tail's, so a search never copies a long list to join it
+        with the few postings appended since the last merge."""
         tid = self._vocab.get(token)
         if tid is None:
-            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float32)
+            return []
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
         if tid + 1 < len(self._starts):
             a, b = self._starts[tid], self._starts[tid + 1]
-            parts_p.append(self._pos[a:b])
-            parts_f.append(self._tf[a:b])
+            if b > a:
+                parts.append((self._pos[a:b], self._tf[a:b]))
         plist = self._tail.get(tid)
         if plist is not None:
-            parts_p.append(np.asarray(plist[0], dtype=np.intp))
-            parts_f.append(np.asarray(plist[1], dtype=np.float32))
+            parts.append((np.asarray(plist[0], dtype=np.intp), np.asarray(plist[1], dtype=np.float32)))
+        return parts
+
+    def postings(self, token: str) -> tuple[np.ndarray, np.ndarray]:
+        """Positions (ascending) of the documents holding ``token`` and its frequency in each."""
+        found = self._posting_parts(token)
+        parts_p = [p for p, _ in found]
+        parts_f = [f for _, f in found]
         if len(parts_p) == 1:
             return parts_p[0], parts_f[0]
         if not parts_p:
@@ -250,16 +308,18 @@ class LexicalIndex:
             return acc
         norms = self._length_norms()
         for tok, qtf in collections.Counter(query_tokens).items():
-            pos, tf = self.postings(tok)
-            if not len(pos):
+            runs = self._posting_parts(tok)
+            df = sum(len(pos) for pos, _ in runs)
+            if not df:
                 continue
-            idf = math.log(1.0 + (n - len(pos) + 0.5) / (len(pos) + 0.5))
-            part = tf * (qtf * idf)
-            part *= _K1 + 1
-            denom = norms.take(pos)
-            denom += tf
-            part /= denom
-            np.add.at(acc, pos, part)  # positions are distinct within a token: one add each
+            idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+            for pos, tf in runs:  # element by element, so the same numbers whatever the runs
+                part = tf * (qtf * idf)
+                part *= _K1 + 1
+                denom = norms.take(pos)
+                denom += tf
+                part /= denom
+                acc[pos] += part  # positions are distinct within a token: one add each
         return acc
 
     def scores(self, query_tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -279,7 +339,9 @@ class Partition:
 
     def __init__(self, dim: int, epoch: int = 0) -> None:
         self.dim = dim
-        self.index = faiss.IndexFlatIP(dim)
+        # The vectors, rows [0, n) of a buffer with room for appends (see _with_rows): FAISS
+        # reads them in place, so a restart holds one copy of them, not two.
+        self._vecs = np.zeros((0, dim), dtype=np.float32)
         self._rowids = np.zeros(0, dtype=np.int64)
         self.kinds: list[str] = []
         self.dates: list[str] = []
@@ -296,15 +358,9 @@ class Partition:
         self._by_day: dict[str, list[int]] = {}
         self._years: set[int] = set()
         self._years_desc: tuple[int, ...] | None = None  # sorted _years, until the next add
-        self._by_day_turn: dict[tuple[str, int], int] = {}
-        # Every position holding a (day, turn), and each position's neighbours, kept equal to
-        # looking the neighbours up in _by_day_turn at query time (duplicates included).
-        self._holders: dict[tuple[str, int], list[int]] = {}
-        # (day ids, turns, last positions, repeated keys, their positions) of a bulk load whose
-        # dictionaries are not built yet (see _turn_keys).
-        self._pending_keys: (
-            tuple[np.ndarray, np.ndarray, np.ndarray, list[tuple[int, int]], list[list[int]]] | None
-        ) = None
+        # The positions holding each (day, turn), kept equal to looking the neighbours up at
+        # query time (duplicates included).
+        self._keys = TurnKeys({})
         self._nbrs = np.zeros((0, 2), dtype=np.int64)  # previous, next turn position; -1: none
         self._day_ids = np.zeros(0, dtype=np.int32)  # per position: its day, numbered as first seen
         self._day_number: dict[str, int] = {}
@@ -351,8 +407,8 @@ class Partition:
             )
         start = len(self)
         vectors = np.ascontiguousarray(batch.vectors, dtype=np.float32)
-        self.index.add(vectors)
-        self._n = int(self.index.ntotal)
+        self._vecs = _with_rows(self._vecs, start, vectors, batch.spare and vectors is batch.vectors)
+        self._n = start + len(vectors)
         self._rowids = _grow(self._rowids, start + len(batch.rowids))
         self._rowids[start : start + len(batch.rowids)] = batch.rowids
         self.kinds += batch.kinds
@@ -379,39 +435,12 @@ class Partition:
         elif len(self) > self.exact_limit:
             self._build_codes()
 
-    def _turn_keys(self) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], list[int]]]:
-        """The last position holding each (day, turn), and every position of the (day, turn)s
-        held more than once: built on the first append after a bulk load, which leaves them
-        as arrays (a restart should not pay for dictionaries only appends use)."""
-        pending = self._pending_keys
-        if pending is not None:
-            self._pending_keys = None
-            days, turns, last, dup_keys, dup_positions = pending
-            names = list(self._day_number)
-            self._by_day_turn = dict(
-                zip(
-                    zip([names[d] for d in days.tolist()], turns.tolist(), strict=True),
-                    last.tolist(),
-                    strict=True,
-                )
-            )
-            self._holders = {(names[d], t): ps for (d, t), ps in zip(dup_keys, dup_positions, strict=True)}
-        return self._by_day_turn, self._holders
-
     def _index_days(self, batch: VectorBatch, start: int) -> None:
         """Days, turn numbers and neighbours of the memories appended at ``start``, one by one."""
         by_day = self._by_day
-        by_day_turn, holders = self._turn_keys()
+        keys = self._keys
         nbrs = self._nbrs
         day_ids, day_number = self._day_ids, self._day_number
-
-        def holding(key: tuple[str, int]) -> list[int]:
-            many = holders.get(key)
-            if many is not None:
-                return many
-            one = by_day_turn.get(key)
-            return [] if one is None else [one]
-
         for i, (kind, day, turn) in enumerate(zip(batch.kinds, batch.dates, batch.turns, strict=True)):
             pos = start + i
             positions = by_day.get(day)
@@ -426,15 +455,12 @@ class Partition:
             if kind == "turn" and turn is not None:
                 t = int(turn)
                 key = (day, t)
-                nbrs[pos] = by_day_turn.get((day, t - 1), -1), by_day_turn.get((day, t + 1), -1)
-                for q in holding((day, t + 1)):
+                nbrs[pos] = keys.last((day, t - 1)), keys.last((day, t + 1))
+                for q in keys.holding((day, t + 1)):
                     nbrs[q, 0] = pos
-                for q in holding((day, t - 1)):
+                for q in keys.holding((day, t - 1)):
                     nbrs[q, 1] = pos
-                before = holding(key)
-                if before:
-                    holders[key] = [*before, pos]
-                by_day_turn[key] = pos
+                keys.add(key, pos)
 
     def _index_days_bulk(self, batch: VectorBatch) -> None:
         """:meth:`_index_days` for a partition's first batch, the same result in array
@@ -454,11 +480,10 @@ class Partition:
         }
         self._years = {int(d[:4]) for d in day_number}
         self._nbrs[:n] = -1
-        self._by_day_turn, self._holders = {}, {}
+        self._keys = TurnKeys(day_number)
         turns_all = np.asarray(batch.turns, dtype=object)
         at = np.flatnonzero((np.asarray(batch.kinds, dtype=object) == "turn") & (turns_all != None))  # noqa: E711
         if not len(at):
-            self._pending_keys = None
             return
         t = turns_all[at].astype(np.int64)
         d = ids[at].astype(np.int64)
@@ -473,14 +498,10 @@ class Partition:
         group = np.repeat(np.arange(len(starts)), ends - starts + 1)  # of each sorted element
         self._nbrs[sp, 0] = prev[group]
         self._nbrs[sp, 1] = nxt[group]
-        many = np.flatnonzero(ends > starts)
-        self._pending_keys = (
-            gd,
-            gt,
-            last,
-            [(int(gd[g]), int(gt[g])) for g in many.tolist()],
-            [sp[starts[g] : ends[g] + 1].tolist() for g in many.tolist()],
-        )
+        many = np.flatnonzero(ends > starts).tolist()
+        names = list(day_number) if many else []
+        repeated = {(names[int(gd[g])], int(gt[g])): sp[starts[g] : ends[g] + 1].tolist() for g in many}
+        self._keys = TurnKeys(day_number, gd, gt, last, repeated)
 
     def _add_user_tokens(self, batch: VectorBatch) -> None:
         queries = batch.queries or [None] * len(batch.rowids)
@@ -574,23 +595,29 @@ class Partition:
     # -- dense search -------------------------------------------------------------------------
     def _xb(self) -> np.ndarray:
         n = len(self)
-        return faiss.rev_swig_ptr(self.index.get_xb(), n * self.dim).reshape(n, self.dim)
+        return self._vecs[:n]
 
     def _encode_codes(self, vectors: np.ndarray) -> np.ndarray:
         assert self._center is not None
-        return np.packbits(vectors > self._center, axis=1)
+        packed = np.packbits(vectors > self._center, axis=1)
+        size = code_bytes(self.dim)
+        if packed.shape[1] == size:
+            return packed
+        out = np.zeros((len(packed), size), dtype=np.uint8)  # zero padding adds no distance
+        out[:, : packed.shape[1]] = packed
+        return out
 
     def _build_codes(self) -> None:
         xb = self._xb()
         self._center = xb.mean(axis=0).astype(np.float32)
-        codes = faiss.IndexBinaryFlat(self.dim + (-self.dim) % 8)
+        codes = faiss.IndexBinaryFlat(8 * code_bytes(self.dim))
         codes.use_heap = False  # type: ignore[attr-defined]  # counting sort: faster for k in the hundreds
         for s in range(0, len(xb), 65536):
             codes.add(self._encode_codes(xb[s : s + 65536]))
         self._codes = codes
 
     def vectors_at(self, positions: np.ndarray) -> np.ndarray:
-        """The stored (normalised) vectors at ``positions``, read from the FAISS index without a copy of all."""
+        """The stored (normalised) vectors at ``positions`` (a copy of those rows only)."""
         return self._xb()[positions]
 
     def dot(self, positions: np.ndarray, query: np.ndarray) -> np.ndarray:
@@ -607,7 +634,7 @@ class Partition:
                 faiss.fvec_inner_products_by_idx(  # type: ignore[attr-defined]
                     faiss.swig_ptr(out),
                     faiss.swig_ptr(q),
-                    self.index.get_xb(),
+                    faiss.swig_ptr(self._vecs),
                     faiss.swig_ptr(ids),
                     self.dim,
                     1,
@@ -622,10 +649,10 @@ class Partition:
         q = np.asarray(query, dtype=np.float32).reshape(1, -1)
         if self._codes is None:
             with _one_thread():
-                scores, pos = self.index.search(q, k)
+                scores, pos = faiss.knn(q, self._xb(), k, metric=faiss.METRIC_INNER_PRODUCT)
             keep = pos[0] >= 0
             return pos[0][keep].astype(np.int64), scores[0][keep]
-        r = min(len(self), max(RESCORE, 8 * k))
+        r = min(len(self), max(rescore_size(len(self)), 8 * k))
         with _one_thread():
             _, cand = self._codes.search(self._encode_codes(q), r)
             cand = cand[0][cand[0] >= 0].astype(np.int64)

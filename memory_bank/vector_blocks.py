@@ -88,8 +88,8 @@ class VectorBlock:
 
     @classmethod
     def from_columns(
-        cls, first: int, last: int, dim: int, rowids: bytes, vectors: bytes, labels: str, kind_at: bytes,
-        day_at: bytes, turns: bytes,
+        cls, first: int, last: int, dim: int, rowids: bytes, vectors: bytes | memoryview, labels: str,
+        kind_at: bytes, day_at: bytes, turns: bytes,
     ) -> VectorBlock:  # fmt: skip
         """Read :meth:`columns`' output (raises ``ValueError`` on anything that does not fit);
         the vectors are a read-only view of ``vectors``."""

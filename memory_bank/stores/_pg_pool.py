@@ -8,6 +8,7 @@ is specific to memories. Requires psycopg 3 (the ``postgres`` extra).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import random
 import threading
@@ -22,6 +23,13 @@ if TYPE_CHECKING:
     import psycopg
 
 logger = logging.getLogger(__name__)
+
+
+@functools.lru_cache(maxsize=1024)
+def pyformat(sql: str) -> str:
+    """The shared queries' ``?`` placeholders in psycopg's style."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
 
 T = TypeVar("T")
 
@@ -163,6 +171,65 @@ class PostgresDatabase:
                 except self._pg.Error as e:
                     raise StoreError(f"reading the PostgreSQL store {self.where} failed: {e}") from e
         raise AssertionError("unreachable")
+
+    def copy_out(
+        self, sql: str, args: Sequence[Any] = (), *, conn: psycopg.Connection[Any] | None = None
+    ) -> Iterator[memoryview]:
+        """Run ``COPY (sql) TO STDOUT (FORMAT binary)`` and hand over its messages one at a time
+        as they arrive (a server sends one row per message, the header with the first): a
+        result of a few large rows (vector blocks of 6 MB) is never held whole, and a row's
+        bytes are not copied into Python objects. Each message is valid until the next is
+        asked for. Consume it to the end before the next read on that connection: ``conn``
+        (one of :meth:`twin`), else this thread's, which inside :meth:`snapshot` is the
+        pinned one. Not retried (rows may have been used). ``sql`` takes psycopg's ``%s``
+        placeholders, bound on the client (COPY takes none)."""
+        with contextlib.nullcontext(conn) if conn is not None else self.connection() as c:
+            try:
+                with c.cursor() as cur, cur.copy(f"COPY ({sql}) TO STDOUT (FORMAT binary)", args) as copy:
+                    while data := copy.read():
+                        yield memoryview(data)
+            except self._pg.Error as e:
+                raise StoreError(f"reading the PostgreSQL store {self.where} failed: {e}") from e
+
+    @contextlib.contextmanager
+    def twin(self) -> Iterator[psycopg.Connection[Any] | None]:
+        """Inside :meth:`snapshot`: a second connection whose read-only transaction sees the
+        same snapshot (exported with ``pg_export_snapshot``, as ``pg_dump -j`` shares one), so
+        one consistent read can run on two server processes at once; ``None`` outside a
+        snapshot or where the server refuses (the caller reads on one connection)."""
+        pinned = getattr(self._local, "pinned", None)
+        conn = None
+        try:
+            # A failed export would end the pinned transaction: a standby is not asked.
+            row = None
+            if pinned is not None:
+                row = pinned.execute(
+                    "SELECT CASE WHEN pg_is_in_recovery() THEN NULL ELSE pg_export_snapshot() END"
+                ).fetchone()
+            if row is not None and row[0] is not None:
+                conn = self._take()
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                conn.execute(
+                    self._pg.sql.SQL("SET TRANSACTION SNAPSHOT {}").format(self._pg.sql.Literal(row[0]))
+                )
+        except (self._pg.Error, StoreError) as e:
+            logger.info("reading on one connection: no second one on the same snapshot (%s)", e)
+            if conn is not None:
+                self._end(conn)
+                conn = None
+        if conn is None:
+            yield None
+            return
+        try:
+            yield conn
+        finally:
+            self._end(conn)
+
+    def _end(self, conn: psycopg.Connection[Any]) -> None:
+        """End a :meth:`twin`'s transaction (read only: nothing to commit) and give it back."""
+        with contextlib.suppress(self._pg.Error):
+            conn.execute("ROLLBACK")
+        self._give(conn)
 
     def write(self, fn: Callable[[psycopg.Cursor[Any]], T]) -> T:
         """Run ``fn`` in one transaction; retried whole on a deadlock or serialisation failure,

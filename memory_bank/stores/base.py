@@ -65,6 +65,9 @@ class VectorBatch:
     responses: list[str | None] | None = None
     #: How many of the vectors were read one row each (not from a vector block).
     from_rows: int = 0
+    #: ``vectors`` are the leading rows of a writable buffer made for this batch alone, with room
+    #: after them: the partition that receives it may keep the buffer instead of copying it.
+    spare: bool = False
 
 
 @dataclasses.dataclass

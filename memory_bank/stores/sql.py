@@ -100,7 +100,7 @@ VECTOR_BLOCKS_TABLE = """CREATE TABLE IF NOT EXISTS vector_blocks (
     PRIMARY KEY (user_id, encoder, first_rowid)
 );{blocks_storage}"""
 
-_BLOCK_COLUMNS = "first_rowid, last_rowid, dim, rowids, vectors, labels, kind_at, day_at, turns"
+BLOCK_COLUMNS = "first_rowid, last_rowid, dim, rowids, vectors, labels, kind_at, day_at, turns"
 
 #: Version 6: the forgotten and hidden memories of a user, found without reading the others
 #: (what a partition loaded from blocks leaves out), and the encoders of the stored vectors,
@@ -215,6 +215,19 @@ def same_content(m: Memory, row: Sequence[Any]) -> bool:
     )
 
 
+def blocks_query(
+    columns: str, user_id: int, encoder: str, after: int, upto: int | None
+) -> tuple[str, tuple[Any, ...]]:
+    """The read of ``columns`` of the user's vector blocks of ``encoder`` that overlap the
+    rowid range ``(after, upto]``, in rowid order, and its arguments."""
+    bound = "" if upto is None else " AND first_rowid <= ?"
+    return (
+        f"SELECT {columns} FROM vector_blocks WHERE user_id = ? AND encoder = ? AND last_rowid > ?{bound} "
+        "ORDER BY first_rowid",
+        (user_id, encoder, int(after), *(() if upto is None else (int(upto),))),
+    )
+
+
 def _ids(rows: Sequence[tuple[Any, ...]]) -> np.ndarray:
     return np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
 
@@ -234,14 +247,20 @@ def _concat(parts: Sequence[VectorBatch]) -> VectorBatch:
         return VectorBatch(np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32), [], [], [], [])
     if len(parts) == 1:
         return parts[0]
+    n, dim = sum(len(p.rowids) for p in parts), parts[0].vectors.shape[1]
+    # One copy of the vectors, into a buffer with room for the memories a chat adds next, which
+    # the partition keeps as it is (see VectorBatch.spare).
+    room = np.empty((n + max(1024, n // 16), dim), dtype=np.float32)
+    np.concatenate([p.vectors for p in parts], out=room[:n])
     return VectorBatch(
         np.concatenate([p.rowids for p in parts]),
-        np.concatenate([p.vectors for p in parts]),
+        room[:n],
         [],
         [k for p in parts for k in p.kinds],
         [d for p in parts for d in p.dates],
         [t for p in parts for t in p.turns],
         from_rows=sum(p.from_rows for p in parts),
+        spare=True,
     )
 
 
@@ -963,13 +982,7 @@ class SQLStorage(Storage):
     ) -> list[vector_blocks.VectorBlock]:
         """The user's vector blocks of ``encoder`` overlapping ``(after, upto]``, in rowid order
         (a damaged one is left out: its memories are read from their rows)."""
-        bound = "" if upto is None else " AND first_rowid <= ?"
-        rows = self._rows(
-            f"SELECT {_BLOCK_COLUMNS} FROM vector_blocks WHERE user_id = ? AND encoder = ? AND last_rowid > ?"
-            f"{bound} ORDER BY first_rowid",
-            (user_id, encoder, int(after), *(() if upto is None else (int(upto),))),
-            binary=True,
-        )
+        rows = self._rows(*blocks_query(BLOCK_COLUMNS, user_id, encoder, after, upto), binary=True)
         out = []
         for row in rows:
             try:
@@ -1122,7 +1135,7 @@ class SQLStorage(Storage):
                 [r[4] for r in rows],
             )
             c.execute(
-                f"INSERT INTO vector_blocks(user_id, encoder, {_BLOCK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                f"INSERT INTO vector_blocks(user_id, encoder, {BLOCK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                 (user_id, encoder, lo + 1, last, *block.columns()),
             )
             n += len(block)

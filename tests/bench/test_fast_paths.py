@@ -8,6 +8,7 @@ implementation on random data, so a speed-up can never change a ranking or a for
 from __future__ import annotations
 
 import collections
+import dataclasses
 import math
 
 import numpy as np
@@ -123,6 +124,58 @@ def test_binary_codes_with_exact_rescoring() -> None:
     assert not part.approximate
     pos, _ = part.dense_top(queries[0], 20)
     assert pos.tolist() == np.argsort(-(vecs @ queries[0]), kind="stable")[:20].tolist()
+
+
+def test_a_load_with_room_is_kept_and_any_other_array_is_copied() -> None:
+    """A store's load hands over a buffer with room after its rows (``spare``): the partition
+    keeps it (a restart holds one copy of the vectors) and appends into the room. A caller's
+    own array is copied, so no later append ever writes into it."""
+    rng = np.random.default_rng(3)
+    room = np.zeros((50, 8), dtype=np.float32)
+    room[:30] = rng.standard_normal((30, 8))
+    loaded = dataclasses.replace(_batch([("2023-01-01", i, "turn") for i in range(30)], room[:30]), spare=True)
+    part = Partition(8)
+    part.add(loaded)
+    assert np.shares_memory(part._xb(), room)
+    more = rng.standard_normal((5, 8)).astype(np.float32)
+    part.add(_batch([("2023-01-02", i, "turn") for i in range(5)], more, start=31))
+    assert np.array_equal(room[30:35], more)  # appended into the room
+    assert np.array_equal(part.vectors_at(np.arange(35)), np.concatenate([room[:30], more]))
+
+    mine = rng.standard_normal((40, 8)).astype(np.float32)
+    before = mine.copy()
+    other = Partition(8)
+    other.add(_batch([("2023-01-01", i, "turn") for i in range(20)], mine[:20]))  # a view, no room
+    later = rng.standard_normal((10, 8)).astype(np.float32)
+    other.add(_batch([("2023-01-02", i, "turn") for i in range(10)], later, start=21))
+    assert np.array_equal(mine, before)  # the caller's rows after the view are untouched
+    q = rng.standard_normal(8).astype(np.float32)
+    flat = np.concatenate([mine[:20], later])
+    pos, scores = other.dense_top(q, 7)
+    assert pos.tolist() == np.argsort(-(flat @ q), kind="stable")[:7].tolist()
+    assert np.allclose(scores, flat[pos] @ q)
+
+
+@pytest.mark.parametrize("dim", [32, 100, 384])
+def test_padded_binary_codes_keep_the_hamming_distances_of_the_sign_codes(dim: int) -> None:
+    """Codes are padded to a length FAISS has a fast kernel for (48 -> 64 bytes at 384
+    dimensions); the padding must add no distance, so the candidates are those of the plain codes."""
+    rng = np.random.default_rng(dim)
+    vecs = rng.standard_normal((600, dim)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    part = Partition(dim)
+    part.exact_limit = 100
+    part.add(_batch([("2023-01-01", None, "turn")] * 600, vecs))
+    assert part.approximate
+    center = vecs.mean(axis=0)
+    plain = np.packbits(vecs > center, axis=1)
+    for q in rng.standard_normal((5, dim)).astype(np.float32):
+        dist, ids = part._codes.search(part._encode_codes(q[None]), 50)
+        mine = np.packbits(q > center)
+        expected = np.unpackbits(plain[ids[0]] ^ mine, axis=1).sum(axis=1)
+        assert dist[0].tolist() == expected.tolist()
+        everyone = np.sort(np.unpackbits(plain ^ mine, axis=1).sum(axis=1))[:50]
+        assert dist[0].tolist() == everyone.tolist()  # the 50 nearest codes, none missed
 
 
 def test_columnar_forgetting_read_equals_the_generic_path(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -26,9 +26,11 @@ def _batch(rng: np.random.Generator, n: int, first_rowid: int) -> VectorBatch:
 
 def _state(p: Partition) -> tuple[object, ...]:
     n = len(p)
-    by_day_turn, holders = p._turn_keys()
-    many = {k: v for k, v in holders.items() if len(v) > 1}
-    return (p._nbrs[:n].tolist(), p._day_ids[:n].tolist(), p._by_day, p._years, by_day_turn, many)
+    held = {(d, int(t)) for k, d, t in zip(p.kinds, p.dates, p.turns, strict=True) if k == "turn" and t is not None}
+    missing = {(d, t + 100) for d, t in held}  # keys nobody holds: none
+    last = {key: p._keys.last(key) for key in held | missing}
+    many = {key: p._keys.holding(key) for key in held if len(p._keys.holding(key)) > 1}
+    return (p._nbrs[:n].tolist(), p._day_ids[:n].tolist(), p._by_day, p._years, last, many)
 
 
 def test_bulk_indexing_equals_one_by_one_and_appends_keep_it() -> None:

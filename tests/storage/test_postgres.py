@@ -209,6 +209,8 @@ def test_a_role_without_create_privilege_can_use_an_existing_store(pg, pg_url, p
             f'GRANT USAGE ON ALL SEQUENCES IN SCHEMA "{pg_schema}" TO {role}',
         ):
             _sql(pg_url, pg_schema, grant)
+        # as a store made before snapshots were stored uncompressed: the role may not change it
+        _sql(pg_url, pg_schema, "ALTER TABLE lexical_snapshots ALTER COLUMN data SET STORAGE EXTENDED")
         from memory_bank.stores.postgres import PostgresStorage
 
         s = PostgresStorage(psycopg.conninfo.make_conninfo(pg_url, user=role, password=password), schema=pg_schema)
@@ -218,6 +220,24 @@ def test_a_role_without_create_privilege_can_use_an_existing_store(pg, pg_url, p
     finally:
         _sql(pg_url, pg_schema, f"DROP OWNED BY {role}")
         _sql(pg_url, pg_schema, f"DROP ROLE {role}")
+
+
+def test_lexical_snapshots_are_stored_uncompressed(pg, pg_url, pg_schema) -> None:  # type: ignore[no-untyped-def]
+    """pglz made a 100k-memory user's snapshot slower to read back than its 24 MB uncompressed;
+    a store made before gets the setting at its next start by its owner."""
+    storage = "SELECT attstorage FROM pg_attribute WHERE attrelid = 'lexical_snapshots'::regclass AND attname = 'data'"
+    s = pg()
+    assert _sql(pg_url, pg_schema, storage) == [("e",)]
+    u = s.ensure_user("Ann").id
+    data = b"the the the " * 20_000  # compressible: pglz would shrink it
+    assert s.put_lexical_snapshot(u, ENC, "t1", s.user_counters(u)[1], data)
+    assert s.lexical_snapshot(u, ENC, "t1") == data
+    (size,) = _sql(pg_url, pg_schema, "SELECT pg_column_size(data) FROM lexical_snapshots")[0]
+    assert size >= len(data)
+    s.close()
+    _sql(pg_url, pg_schema, "ALTER TABLE lexical_snapshots ALTER COLUMN data SET STORAGE EXTENDED")
+    pg().close()
+    assert _sql(pg_url, pg_schema, storage) == [("e",)]
 
 
 def test_a_version_2_store_gains_the_weight_column(pg, pg_url, pg_schema) -> None:  # type: ignore[no-untyped-def]

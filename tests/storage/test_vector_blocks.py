@@ -109,6 +109,12 @@ def test_blocks_hold_what_the_rows_hold_and_a_restart_reads_few_rows(make_bank, 
     restarted = make_bank()
     assert _ranks(restarted) == expected
     assert sum(read) <= 4  # the memories after the last block, not the history
+    part = restarted._cache.get(uid)
+    held, before = part._vecs, len(part)
+    assert len(held) > len(part)  # the load's matrix, kept with room for the next turns
+    restarted.add_turn("Ann", "One more turn after the restart.", "Noted.", at="2023-05-30T10:00")
+    grown = restarted._cache.get(uid)
+    assert grown is part and len(part) == before + 1 and part._vecs is held  # appended in place
 
 
 def test_no_block_keeps_a_deleted_memory_or_a_rewritten_vector(make_bank) -> None:  # type: ignore[no-untyped-def]

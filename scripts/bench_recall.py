@@ -1,0 +1,87 @@
+"""Recall of the approximate dense search on real queries: the final top 5 against the same
+ranking with exact dense search, and the dense top 64 against an exact scan, at several sizes.
+
+The store is one ``memorybank bench`` builds and keeps with ``--workdir`` (its user ``u0``: the
+bench's dialog, vectors near a pool of real MiniLM embeddings); the queries are the bench's
+question generator's, embedded with the store's encoder. Each size is the user's first memories
+up to that rowid, in a partition built in memory (the store is only read).
+
+    memorybank bench --sizes 1000000 --users 0 --forget-size 0 --no-chat --baselines none --workdir /tmp/mb
+    python scripts/bench_recall.py --store /tmp/mb/memorybank-1000000 --sizes 100000,300000,1000000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memory_bank import MemoryBank
+from memory_bank.bench.data import DialogGenerator
+from memory_bank.index import Partition, rescore_size, stable_top
+from memory_bank.records import RETRIEVABLE_KINDS
+from memory_bank.retrieval import rank
+
+
+def measure(bank: MemoryBank, uid: int, upto: int, queries: list[str], qv: np.ndarray) -> dict[str, Any]:
+    part = Partition(bank.encoder.dim)
+    part.add(bank.storage.vectors(uid, bank.encoder_name, RETRIEVABLE_KINDS, 0, upto_rowid=upto))
+    xb = part.vectors_at(np.arange(len(part)))
+    exact_dense = [set(stable_top(xb @ v, 64).tolist()) for v in qv]
+    cfg = bank.config.retrieval
+
+    def ranks() -> list[list[int]]:
+        return [rank(part, q, v, 5, cfg).positions.tolist() for q, v in zip(queries, qv, strict=True)]
+
+    approx, limit = ranks(), part.exact_limit
+    dense = [set(part.dense_top(v, 64)[0].tolist()) for v in qv]
+    times = []
+    for v in qv:
+        t = time.thread_time()
+        part.dense_top(v, 64)
+        times.append(time.thread_time() - t)
+    part.set_exact_limit(len(part))
+    exact = ranks()
+    pairs = list(zip(approx, exact, strict=True))
+    return {
+        "memories": len(part),
+        "approximate": len(part) > limit,
+        "rescored": rescore_size(len(part)),
+        "recall_at_5": sum(len(set(a) & set(e)) for a, e in pairs) / max(1, sum(len(e) for e in exact)),
+        "identical_lists": sum(a == e for a, e in pairs) / len(pairs),
+        "dense_recall_at_64": float(
+            np.mean([len(a & e) / 64 for a, e in zip(dense, exact_dense, strict=True)])
+        ),
+        "dense_top_cpu_ms_p50": 1000 * statistics.median(times),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--store", required=True, type=Path)
+    ap.add_argument("--user", default="u0")
+    ap.add_argument("--sizes", default="100000,300000,1000000", help="rowid bounds")
+    ap.add_argument("--queries", type=int, default=50)
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    bank = MemoryBank.open(args.store)  # the default encoder; a store of another says which to pass
+    uid = bank.user(args.user).id
+    queries = DialogGenerator(11).queries(args.queries)
+    qv = np.asarray(bank.encoder.encode(queries), dtype=np.float32)
+    rows = []
+    for upto in (int(x) for x in args.sizes.split(",")):
+        row = measure(bank, uid, upto, queries, qv)
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    bank.close()
+    if args.json:
+        args.json.write_text(json.dumps({"results": rows}, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

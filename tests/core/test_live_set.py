@@ -1,0 +1,72 @@
+"""The set of live memories a search tells the tiers apart with: after each new turn it grows by
+the new turns alone (no sort of the whole history), and it stays the set a fresh computation
+gives, with views handed out earlier unchanged."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import numpy as np
+
+from memory_bank.cold import _appended
+from memory_bank.config import SELECTIVE_FORGETTING
+
+
+def test_appending_keeps_earlier_views_and_falls_back_to_a_union_below_the_top() -> None:
+    first = np.array([2, 5, 9], dtype=np.int64)
+    joined, spare = _appended(first, first, np.array([12, 11], dtype=np.int64))
+    assert joined.tolist() == [2, 5, 9, 11, 12]
+    again, spare2 = _appended(joined, spare, np.array([20], dtype=np.int64))
+    assert again.tolist() == [2, 5, 9, 11, 12, 20]
+    assert spare2 is spare  # written into the room left, not copied
+    assert joined.tolist() == [2, 5, 9, 11, 12] and first.tolist() == [2, 5, 9]
+    assert _appended(again, spare2, np.zeros(0, dtype=np.int64))[0] is again
+    below, _ = _appended(again, spare2, np.array([7, 30], dtype=np.int64))
+    assert below.tolist() == [2, 5, 7, 9, 11, 12, 20, 30]
+    assert again.tolist() == [2, 5, 9, 11, 12, 20]
+
+
+def test_the_live_set_after_each_turn_equals_a_fresh_computation(make_bank) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank(forgetting=SELECTIVE_FORGETTING)
+    for i in range(6):  # old turns: faded by the search day
+        bank.add_turn(
+            "Ann", f"Back in May I tried pottery class number {i}.", "Nice.", at=f"2023-05-0{i + 1}T09:00"
+        )
+    now = "2023-09-01"
+    for i in range(5):
+        bank.add_turn("Ann", f"Today I painted picture {i} of the sea.", "Lovely.", at=f"{now}T1{i}:00")
+        bank.search("Ann", "what did I paint", k=2, now=now)  # grows the cached set
+        rec = bank.user("Ann")
+        part = bank._cache.get(rec.id)
+        cached = bank._live_now(rec, dt.date.fromisoformat(now), part)
+        bank.cold._live.clear()
+        fresh = bank._live_now(rec, dt.date.fromisoformat(now), part)
+        assert cached.tolist() == fresh.tolist()
+        assert len(fresh) == i + 1  # today's turns are live, May's have faded
+
+
+def test_a_reply_that_revives_a_forgotten_memory_updates_the_set_without_recomputing(
+    make_bank, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank(forgetting=SELECTIVE_FORGETTING)
+    bank.add_turn("Ann", "My cat Miso loves tuna.", "Sweet.", at="2023-05-01T09:00")
+    for i in range(3):
+        bank.add_turn("Ann", f"Back in May I tried pottery class {i}.", "Nice.", at=f"2023-05-0{i + 2}T09:00")
+    now = "2023-09-01"
+    day = dt.date.fromisoformat(now)
+    bank.add_turn("Ann", "Today I painted the sea.", "Lovely.", at=f"{now}T09:00")
+    hits = bank.search("Ann", "what does my cat Miso love", k=1, now=now)
+    assert hits and hits[0].memory.archived  # found in the cold tier: faded since May
+    computed = []
+    real = bank._forget_columns
+    monkeypatch.setattr(bank, "_forget_columns", lambda *a, **kw: computed.append(1) or real(*a, **kw))
+    bank.add_turn("Ann", "Miso also likes salmon.", "Noted!", at=f"{now}T10:00", recalled=[h.memory for h in hits])
+    bank.search("Ann", "what does Miso like", k=2, now=now)
+    assert computed == []  # the revive was applied to the cached set
+    rec = bank.user("Ann")
+    part = bank._cache.get(rec.id)
+    cached = bank._live_now(rec, day, part)
+    bank.cold._live.clear()
+    fresh = bank._live_now(rec, day, part)
+    assert cached.tolist() == fresh.tolist()
+    assert len(fresh) == 3  # today's painting, Miso (recalled today), today's salmon turn
