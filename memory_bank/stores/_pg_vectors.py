@@ -28,7 +28,7 @@ from memory_bank.records import MemoryKind
 from memory_bank.stores import _pg_copy
 from memory_bank.stores._pg_pool import PostgresDatabase, pyformat
 from memory_bank.stores.base import VectorBatch
-from memory_bank.stores.sql import SQLStorage, blocks_query
+from memory_bank.stores.sql import SQLStorage, blocks_query, joined, matrix_with_room
 
 logger = logging.getLogger(__name__)
 
@@ -180,10 +180,7 @@ def read(
     runs = [_Run(ranges[:split], head, 0)]
     if split < len(ranges):
         runs.append(_Run(ranges[split:], tail, size))
-    total = size + sum(counts[split:]) + sum(len(h.rowids) for _, h in tail)
-    # Room after the rows for the memories a chat adds next: the partition keeps this matrix
-    # as it is (VectorBatch.spare) instead of copying it.
-    out = np.empty((total + max(1024, total // 16), dim), dtype=np.float32)
+    out = matrix_with_room(size + sum(counts[split:]) + sum(len(h.rowids) for _, h in tail), dim)
     try:
         _fill_all(db, load, runs, out)
     except ValueError as e:
@@ -197,16 +194,7 @@ def read(
         if n < runs[1].start:  # the first run kept fewer than its room: close the gap
             out[n : n + runs[1].filled] = out[runs[1].start : runs[1].start + runs[1].filled]
         n += runs[1].filled
-    return VectorBatch(
-        np.concatenate([p.rowids for p in parts]),
-        out[:n],
-        [],
-        [k for p in parts for k in p.kinds],
-        [d for p in parts for d in p.dates],
-        [t for p in parts for t in p.turns],
-        from_rows=sum(h.from_rows for _, h in holes),
-        spare=True,
-    )
+    return joined(parts, out[:n], sum(h.from_rows for _, h in holes))
 
 
 def _fill_all(db: PostgresDatabase, load: _Load, runs: list[_Run], out: np.ndarray) -> None:

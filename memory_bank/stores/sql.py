@@ -247,19 +247,29 @@ def _concat(parts: Sequence[VectorBatch]) -> VectorBatch:
         return VectorBatch(np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32), [], [], [], [])
     if len(parts) == 1:
         return parts[0]
-    n, dim = sum(len(p.rowids) for p in parts), parts[0].vectors.shape[1]
-    # One copy of the vectors, into a buffer with room for the memories a chat adds next, which
-    # the partition keeps as it is (see VectorBatch.spare).
-    room = np.empty((n + max(1024, n // 16), dim), dtype=np.float32)
+    n = sum(len(p.rowids) for p in parts)
+    room = matrix_with_room(n, parts[0].vectors.shape[1])
     np.concatenate([p.vectors for p in parts], out=room[:n])
+    return joined(parts, room[:n], sum(p.from_rows for p in parts))
+
+
+def matrix_with_room(n: int, dim: int) -> np.ndarray:
+    """An empty matrix for ``n`` vectors and the memories a chat adds next: a load fills its
+    first ``n`` rows, and the partition keeps it as it is (see ``VectorBatch.spare``)."""
+    return np.empty((n + max(1024, n // 16), dim), dtype=np.float32)
+
+
+def joined(parts: Sequence[VectorBatch], vectors: np.ndarray, from_rows: int) -> VectorBatch:
+    """Batches of disjoint, ascending rowid ranges as one, their vectors already in
+    ``vectors``, the leading rows of a :func:`matrix_with_room`."""
     return VectorBatch(
         np.concatenate([p.rowids for p in parts]),
-        room[:n],
+        vectors,
         [],
         [k for p in parts for k in p.kinds],
         [d for p in parts for d in p.dates],
         [t for p in parts for t in p.turns],
-        from_rows=sum(p.from_rows for p in parts),
+        from_rows=from_rows,
         spare=True,
     )
 

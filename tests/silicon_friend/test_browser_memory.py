@@ -104,7 +104,8 @@ def open_memories(browser: Any, url: str, language: str, user: str, *, context: 
     return page
 
 
-def shows(page: Any, selector: str, text: str, timeout: float = 15_000) -> None:
+def shows(page: Any, selector: str, text: str, timeout: float = 30_000) -> None:
+    # A wait, not a speed check: on a busy machine a background summary run can hold the page.
     page.wait_for_function(
         "([s, t]) => [...document.querySelectorAll(s)].some(e => e.innerText.includes(t))",
         arg=[selector, text],
@@ -115,7 +116,7 @@ def shows(page: Any, selector: str, text: str, timeout: float = 15_000) -> None:
 def click_row(page: Any, text: str) -> None:
     """Click the table cell that shows ``text`` (the excerpt of a memory)."""
     page.locator("#sf-memory-table [role=gridcell]", has_text=text).first.click()
-    page.wait_for_selector("#sf-detail-text", state="visible", timeout=15_000)
+    page.wait_for_selector("#sf-detail-text", state="visible", timeout=30_000)
 
 
 def search(page: Any, words: str) -> None:
