@@ -202,7 +202,7 @@ def _appended(live: np.ndarray, spare: np.ndarray, new: np.ndarray) -> tuple[np.
     if n and new[0] <= live[-1]:  # not above: a plain union (not the append path)
         joined = np.union1d(live, new)
         return joined, joined
-    if len(spare) < n + len(new) or not np.shares_memory(live, spare):
+    if len(spare) < n + len(new) or not np.may_share_memory(live, spare):  # bounds only: O(1)
         grown = np.empty(max(2 * (n + len(new)), 1024), dtype=np.int64)
         grown[:n] = live
         spare = grown
