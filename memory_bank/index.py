@@ -276,17 +276,6 @@ class LexicalIndex:
             parts.append((np.asarray(plist[0], dtype=np.intp), np.asarray(plist[1], dtype=np.float32)))
         return parts
 
-    def postings(self, token: str) -> tuple[np.ndarray, np.ndarray]:
-        """Positions (ascending) of the documents holding ``token`` and its frequency in each."""
-        found = self._posting_parts(token)
-        parts_p = [p for p, _ in found]
-        parts_f = [f for _, f in found]
-        if len(parts_p) == 1:
-            return parts_p[0], parts_f[0]
-        if not parts_p:
-            return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.float32)
-        return np.concatenate(parts_p), np.concatenate(parts_f)
-
     def _length_norms(self) -> np.ndarray:
         """``K1 * (1 - B + B * length / avgdl)`` of every document, cached until the next add
         (one vector operation per add; the average length is kept as an exact running sum, so
