@@ -9,15 +9,14 @@ another thread or process has written to it (see the counters in :mod:`memory_ba
 The vectors are one numpy buffer with room for appends, which FAISS reads in place (exact
 search with ``faiss.knn``, re-scoring with ``fvec_inner_products_by_idx``): a restart keeps the
 buffer the store's load filled instead of copying it into an index. Dense search is exact up to
-:data:`EXACT_SEARCH_LIMIT` memories in a partition. Above it, an exact scan reads every vector for every query (154 MB at 100,000
-memories of 384 dimensions: 10-20 ms), so the partition also keeps a 1-bit code per dimension
-(the sign of the vector minus the partition's mean, 48 bytes for 384 dimensions), finds the
-:data:`RESCORE` nearest codes by Hamming distance and re-scores those exactly. Codes need no
-training, so building them at a restart costs milliseconds and they are appended like the
-vectors. A code is padded with zero bytes to a length FAISS has a dedicated Hamming kernel for
-(48 -> 64 bytes for 384 dimensions): the distances are the same and the scan is a third faster.
-The recall against exact search is measured by ``memorybank bench`` and
-``scripts/bench_recall.py`` (real queries; see :data:`RESCORE_SQRT`).
+:data:`EXACT_SEARCH_LIMIT` memories in a partition. Above it, an exact scan reads every vector
+for every query (154 MB at 100,000 memories of 384 dimensions: 10-20 ms), so the partition also
+keeps a product-quantised code of every memory (:mod:`memory_bank.dense_codes`, 48 bytes at 384
+dimensions), finds the :func:`rescore_size` memories whose codes score best and re-scores those
+exactly. The codebook is trained once, when a partition first needs codes, and is saved with the
+codes in the lexical snapshot, so a restart neither trains nor encodes. The recall against exact
+search is measured by ``memorybank bench`` and ``scripts/bench_recall.py`` (real queries; see
+:data:`RESCORE_SQRT`).
 
 FAISS is used directly rather than through LangChain's ``FAISS`` vector store: that class keeps a
 second copy of every text in an in-memory docstore, persists through pickle, and has no notion of
@@ -37,6 +36,7 @@ import faiss
 import numpy as np
 
 from memory_bank.bm25 import Bm25Query
+from memory_bank.dense_codes import MIN_TRAIN, DenseCodes
 from memory_bank.lexical_snapshot import LexicalSnapshot
 from memory_bank.stores import VectorBatch
 from memory_bank.text import is_question, tokenize
@@ -47,29 +47,20 @@ from memory_bank.vector_blocks import SEAL_MIN
 # BM25 parameters (Robertson & Zaragoza's usual values).
 _K1, _B = 1.2, 0.75
 
-#: Partitions with more memories than this search their binary codes, then re-score exactly.
+#: Partitions with more memories than this (and at least ``dense_codes.MIN_TRAIN``) search
+#: their dense codes, then re-score exactly.
 EXACT_SEARCH_LIMIT = 8_192
-#: Codes re-scored exactly per query in approximate mode: at least this many, ...
+#: Memories re-scored exactly per query in approximate mode: at least this many, ...
 RESCORE = 1024
-#: ... and ``RESCORE_SQRT * sqrt(n)`` in a partition of n memories. 1-bit codes tell close
-#: vectors apart less well as n grows: on real (MiniLM) queries over the bench's vectors, the
-#: final top 5 against exact search has recall 99.8% at 83k memories (3,455 re-scored; 1,024
-#: gave 97.6%), 99.6% at 283k and 99.8% at 1M (11,892; 4,096 gave 98%):
-#: ``scripts/bench_recall.py``.
-RESCORE_SQRT = 12.0
-#: Code lengths (bytes) with a dedicated FAISS Hamming kernel; a longer code is padded to 8n.
-_KERNEL_BYTES = (4, 8, 16, 20, 32, 64)
+#: ... and ``RESCORE_SQRT * sqrt(n)`` in a partition of n memories: the codes tell close
+#: vectors apart less well as n grows. On real (MiniLM) queries over the bench's vectors the
+#: final top 5 against exact search has recall ... (``scripts/bench_recall.py``).
+RESCORE_SQRT = 4.5
 
 
 def rescore_size(n: int) -> int:
-    """Codes re-scored exactly per query in a partition of ``n`` memories (see :data:`RESCORE`)."""
+    """Memories re-scored exactly per query in a partition of ``n`` (see :data:`RESCORE`)."""
     return max(RESCORE, int(RESCORE_SQRT * math.sqrt(n)))
-
-
-def code_bytes(dim: int) -> int:
-    """Bytes of a partition's binary code for ``dim`` dimensions, padded for FAISS's kernels."""
-    raw = -(-dim // 8)
-    return next((b for b in _KERNEL_BYTES if b >= raw), raw + (-raw) % 8)
 
 
 class _one_thread:  # a context manager used like a function: ``with _one_thread():``
@@ -345,8 +336,11 @@ class Partition:
         self.tiers = -1
         self.max_rowid = 0
         self.exact_limit = EXACT_SEARCH_LIMIT
-        self._codes: faiss.IndexBinaryFlat | None = None
-        self._center: np.ndarray | None = None
+        self._codes: DenseCodes | None = None
+        # A stored codebook and the codes of the first positions (a snapshot's), until used.
+        self._stored_codes: tuple[np.ndarray, np.ndarray] | None = None
+        #: Whether this partition trained its dense codes (rather than reading stored ones).
+        self.codes_trained = False
         self._by_day: dict[str, list[int]] = {}
         self._years: set[int] = set()
         self._years_desc: tuple[int, ...] | None = None  # sorted _years, until the next add
@@ -373,15 +367,21 @@ class Partition:
 
     @property
     def approximate(self) -> bool:
-        """Whether dense search goes through the binary codes (more than ``exact_limit`` memories)."""
+        """Whether dense search goes through the dense codes (more than ``exact_limit``
+        memories, and enough to train codes on)."""
         return self._codes is not None
+
+    def _wants_codes(self) -> bool:
+        return len(self) > max(self.exact_limit, MIN_TRAIN - 1)
 
     def set_exact_limit(self, limit: int) -> None:
         """Search exactly up to ``limit`` memories (e.g. to measure the approximation's recall)."""
         with self.lock:
             self.exact_limit = limit
-            if len(self) <= limit:
-                self._codes = self._center = None
+            if not self._wants_codes():
+                if self._codes is not None:  # kept, so that raising the limit back trains nothing
+                    self._stored_codes = (self._codes.codebook, self._codes.codes)
+                self._codes = None
             elif self._codes is None:
                 self._build_codes()
 
@@ -414,6 +414,8 @@ class Partition:
             self._user_starts = np.asarray(snapshot.user_starts, dtype=np.int64)
             self._user_ids = np.asarray(snapshot.user_ids, dtype=np.int32)
             self._unanswered = np.asarray(snapshot.unanswered, dtype=bool)
+            if snapshot.dense_codebook is not None and snapshot.dense_codes is not None:
+                self._stored_codes = (snapshot.dense_codebook, snapshot.dense_codes)
         self._nbrs = _grow(self._nbrs, start + len(batch.rowids))
         self._day_ids = _grow(self._day_ids, start + len(batch.rowids))
         if start == 0:
@@ -423,8 +425,9 @@ class Partition:
         self._years_desc = None
         self.max_rowid = max(self.max_rowid, int(batch.rowids.max()))
         if self._codes is not None:
-            self._codes.add(self._encode_codes(vectors))
-        elif len(self) > self.exact_limit:
+            with _one_thread():
+                self._codes.add(vectors)
+        elif self._wants_codes():
             self._build_codes()
 
     def _index_days(self, batch: VectorBatch, start: int) -> None:
@@ -533,6 +536,8 @@ class Partition:
             user_starts=self._user_starts[: n + 1],
             user_ids=self._user_ids[: int(self._user_starts[n])],
             unanswered=self._unanswered[:n],
+            dense_codebook=None if self._codes is None else self._codes.codebook,
+            dense_codes=None if self._codes is None else self._codes.codes,
         )
 
     def echo(self, positions: np.ndarray, query_tokens: Sequence[str]) -> np.ndarray:
@@ -589,24 +594,29 @@ class Partition:
         n = len(self)
         return self._vecs[:n]
 
-    def _encode_codes(self, vectors: np.ndarray) -> np.ndarray:
-        assert self._center is not None
-        packed = np.packbits(vectors > self._center, axis=1)
-        size = code_bytes(self.dim)
-        if packed.shape[1] == size:
-            return packed
-        out = np.zeros((len(packed), size), dtype=np.uint8)  # zero padding adds no distance
-        out[:, : packed.shape[1]] = packed
-        return out
-
     def _build_codes(self) -> None:
+        """Dense codes of every position: from the stored codebook and codes where there are
+        some (encoding only the positions after them), else trained on the vectors."""
         xb = self._xb()
-        self._center = xb.mean(axis=0).astype(np.float32)
-        codes = faiss.IndexBinaryFlat(8 * code_bytes(self.dim))
-        codes.use_heap = False  # type: ignore[attr-defined]  # counting sort: faster for k in the hundreds
-        for s in range(0, len(xb), 65536):
-            codes.add(self._encode_codes(xb[s : s + 65536]))
-        self._codes = codes
+        stored, self._stored_codes = self._stored_codes, None
+        with _one_thread():
+            if stored is not None:
+                codebook, codes = stored
+                try:
+                    dense = DenseCodes(self.dim, codebook, codes[: len(xb)])
+                except ValueError:  # made for another dimension: train anew
+                    pass
+                else:
+                    dense.add(xb[len(dense) :])
+                    self._codes = dense
+                    return
+            self._codes = DenseCodes.train(xb)
+            self.codes_trained = True
+
+    @property
+    def dense_codes(self) -> DenseCodes | None:
+        """The dense codes approximate search reads (``None``: dense search is exact)."""
+        return self._codes
 
     def vectors_at(self, positions: np.ndarray) -> np.ndarray:
         """The stored (normalised) vectors at ``positions`` (a copy of those rows only)."""
@@ -646,8 +656,7 @@ class Partition:
             return pos[0][keep].astype(np.int64), scores[0][keep]
         r = min(len(self), max(rescore_size(len(self)), 8 * k))
         with _one_thread():
-            _, cand = self._codes.search(self._encode_codes(q), r)
-            cand = cand[0][cand[0] >= 0].astype(np.int64)
+            cand = self._codes.search(q, r)
             exact = self.dot(cand, q)
         top = stable_top(exact, k)
         return cand[top], exact[top]
@@ -740,8 +749,9 @@ class PartitionCache:
         return part
 
     def _build(self, user_id: int, part: Partition, snapshots: SnapshotStore) -> None:
-        """Fill an empty partition: the memories a stored snapshot covers without their texts,
-        the rest tokenised; a new snapshot is stored when much was tokenised."""
+        """Fill an empty partition: the memories a stored snapshot covers without their texts
+        (and with their dense codes, when it has them), the rest tokenised; a new snapshot is
+        stored when much was tokenised or the dense codes were trained."""
         snap = snapshots.load(user_id)
         if snap is not None and len(snap):
             head = self._loader(user_id, 0, snap.max_rowid, False)
@@ -753,7 +763,7 @@ class PartitionCache:
             read = 0
         rest = self._loader(user_id, part.max_rowid, None, True)
         part.add(rest)
-        if len(rest.rowids) >= max(SNAPSHOT_MIN, len(part) // 10):
+        if part.codes_trained or len(rest.rowids) >= max(SNAPSHOT_MIN, len(part) // 10):
             snapshots.save(user_id, part.epoch, part.lexical_snapshot())
         if snapshots.seal is not None and read + rest.from_rows >= SEAL_MIN:
             snapshots.seal(user_id, part.epoch)

@@ -12,6 +12,12 @@ searchable (forgotten ones drop out, cheaply, without re-tokenising the rest); t
 the snapshot in the same transaction as any change that rewrites or deletes a memory's text, so
 it never holds words the user deleted and never serves stale tokens. The bytes are a NumPy
 ``.npz`` archive, read with ``allow_pickle=False`` (never unpickled).
+
+A partition large enough for approximate dense search also saves its dense codes here (the
+codebook and each memory's code, see :mod:`memory_bank.dense_codes`): they are per memory like
+the rest, are restricted with it, and go with it whenever a memory's text *or vector* changes.
+A snapshot without them (an older one, or a small partition's) is still read: the codes are
+then trained again.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import io
 import numpy as np
 
 _ARRAYS = ("rowids", "starts", "pos", "tf", "lengths", "user_starts", "user_ids", "unanswered")
+_DENSE = ("dense_codebook", "dense_codes")
 
 
 @dataclasses.dataclass
@@ -32,7 +39,8 @@ class LexicalSnapshot:
     sparse rows (row ``t`` lists the ascending positions holding token ``t`` and its frequency
     there); ``lengths`` is each memory's token count; ``user_starts``/``user_ids`` the distinct
     token ids of each question the user asked (empty rows for the rest); ``unanswered`` marks
-    question turns whose reply was a question.
+    question turns whose reply was a question; ``dense_codebook`` and ``dense_codes`` (both or
+    neither) are the partition's dense codes, one row per memory.
     """
 
     rowids: np.ndarray
@@ -44,6 +52,8 @@ class LexicalSnapshot:
     user_starts: np.ndarray
     user_ids: np.ndarray
     unanswered: np.ndarray
+    dense_codebook: np.ndarray | None = None
+    dense_codes: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.rowids)
@@ -67,6 +77,9 @@ class LexicalSnapshot:
             "unanswered": self.unanswered.astype(np.bool_),
             "vocab": np.frombuffer("\0".join(self.vocab).encode("utf-8"), dtype=np.uint8),
         }
+        if self.dense_codebook is not None and self.dense_codes is not None:
+            arrays["dense_codebook"] = self.dense_codebook.astype(np.float32)
+            arrays["dense_codes"] = self.dense_codes.astype(np.uint8)
         np.savez(buf, **arrays)  # type: ignore[arg-type]
         return buf.getvalue()
 
@@ -77,12 +90,21 @@ class LexicalSnapshot:
             with np.load(io.BytesIO(data), allow_pickle=False) as z:
                 arrays = {k: z[k] for k in _ARRAYS}
                 raw = z["vocab"].tobytes().decode("utf-8")
+                dense = {k: z[k] for k in _DENSE if k in z.files}
         except (OSError, KeyError, EOFError, UnicodeDecodeError, ValueError) as e:  # pickles refused too
             raise ValueError(f"not a lexical snapshot: {e}") from e
         vocab = raw.split("\0") if raw or len(arrays["starts"]) > 1 else []
         if len(vocab) != len(arrays["starts"]) - 1 or len(arrays["user_starts"]) != len(arrays["rowids"]) + 1:
             raise ValueError("not a lexical snapshot: its arrays do not fit together")
-        return cls(vocab=vocab, **arrays)
+        if dense and (
+            len(dense) != len(_DENSE)
+            or dense["dense_codes"].ndim != 2
+            or len(dense["dense_codes"]) != len(arrays["rowids"])
+            or dense["dense_codes"].dtype != np.uint8
+            or dense["dense_codebook"].dtype != np.float32
+        ):
+            raise ValueError("not a lexical snapshot: its dense codes do not fit its memories")
+        return cls(vocab=vocab, **arrays, **dense)
 
     def restricted(self, rowids: np.ndarray) -> LexicalSnapshot | None:
         """This snapshot for the memories ``rowids`` (ascending) only, or ``None`` when one of
@@ -118,4 +140,6 @@ class LexicalSnapshot:
             user_starts=user_starts,
             user_ids=self.user_ids[np.repeat(keep, sizes)],
             unanswered=self.unanswered[keep],
+            dense_codebook=self.dense_codebook,
+            dense_codes=None if self.dense_codes is None else self.dense_codes[keep],
         )

@@ -158,10 +158,10 @@ def cache_cost(size: int, dim: int, seed: int) -> dict[str, Any]:
     gc.collect()
     python_bytes = tracemalloc.get_traced_memory()[0] - base
     tracemalloc.stop()
-    faiss_bytes = 0  # the vectors are a numpy buffer (traced above); the codes are FAISS's own
-    codes = getattr(part, "_codes", None)
+    faiss_bytes = 0  # the vectors are a numpy buffer (traced above); the packed codes are FAISS's own
+    codes = part.dense_codes
     if codes is not None:
-        faiss_bytes += int(codes.ntotal) * int(codes.code_size)
+        faiss_bytes += len(codes) * codes.codes.shape[1]
     tokens = sum(len(set(t.lower().split())) for t in texts) / size
     return {
         "memories": size,

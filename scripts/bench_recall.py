@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+import memory_bank.index as index_module
 from memory_bank import MemoryBank
 from memory_bank.bench.data import DialogGenerator
 from memory_bank.index import Partition, rescore_size, stable_top
@@ -28,7 +29,11 @@ from memory_bank.records import RETRIEVABLE_KINDS
 from memory_bank.retrieval import rank
 
 
-def measure(bank: MemoryBank, uid: int, upto: int, queries: list[str], qv: np.ndarray) -> dict[str, Any]:
+def measure(
+    bank: MemoryBank, uid: int, upto: int, queries: list[str], qv: np.ndarray, factors: list[float]
+) -> list[dict[str, Any]]:
+    """The recall and dense search time at the user's first memories up to rowid ``upto``, for
+    each ``RESCORE_SQRT`` in ``factors`` (the rescoring rule's growth with the partition)."""
     part = Partition(bank.encoder.dim)
     part.add(bank.storage.vectors(uid, bank.encoder_name, RETRIEVABLE_KINDS, 0, upto_rowid=upto))
     xb = part.vectors_at(np.arange(len(part)))
@@ -38,27 +43,34 @@ def measure(bank: MemoryBank, uid: int, upto: int, queries: list[str], qv: np.nd
     def ranks() -> list[list[int]]:
         return [rank(part, q, v, 5, cfg).positions.tolist() for q, v in zip(queries, qv, strict=True)]
 
-    approx, limit = ranks(), part.exact_limit
-    dense = [set(part.dense_top(v, 64)[0].tolist()) for v in qv]
-    times = []
-    for v in qv:
-        t = time.thread_time()
-        part.dense_top(v, 64)
-        times.append(time.thread_time() - t)
+    limit = part.exact_limit
     part.set_exact_limit(len(part))
     exact = ranks()
-    pairs = list(zip(approx, exact, strict=True))
-    return {
-        "memories": len(part),
-        "approximate": len(part) > limit,
-        "rescored": rescore_size(len(part)),
-        "recall_at_5": sum(len(set(a) & set(e)) for a, e in pairs) / max(1, sum(len(e) for e in exact)),
-        "identical_lists": sum(a == e for a, e in pairs) / len(pairs),
-        "dense_recall_at_64": float(
-            np.mean([len(a & e) / 64 for a, e in zip(dense, exact_dense, strict=True)])
-        ),
-        "dense_top_cpu_ms_p50": 1000 * statistics.median(times),
-    }
+    part.set_exact_limit(limit)
+    rows = []
+    for factor in factors:
+        index_module.RESCORE_SQRT = factor
+        approx = ranks()
+        dense = [set(part.dense_top(v, 64)[0].tolist()) for v in qv]
+        times = []
+        for v in qv:
+            t = time.thread_time()
+            part.dense_top(v, 64)
+            times.append(time.thread_time() - t)
+        pairs = list(zip(approx, exact, strict=True))
+        rows.append({
+            "memories": len(part),
+            "approximate": part.approximate,
+            "rescore_sqrt": factor,
+            "rescored": rescore_size(len(part)),
+            "recall_at_5": sum(len(set(a) & set(e)) for a, e in pairs) / max(1, sum(len(e) for e in exact)),
+            "identical_lists": sum(a == e for a, e in pairs) / len(pairs),
+            "dense_recall_at_64": float(
+                np.mean([len(a & e) / 64 for a, e in zip(dense, exact_dense, strict=True)])
+            ),
+            "dense_top_cpu_ms_p50": 1000 * statistics.median(times),
+        })  # fmt: skip
+    return rows
 
 
 def main() -> None:
@@ -67,6 +79,9 @@ def main() -> None:
     ap.add_argument("--user", default="u0")
     ap.add_argument("--sizes", default="100000,300000,1000000", help="rowid bounds")
     ap.add_argument("--queries", type=int, default=50)
+    ap.add_argument(
+        "--rescore-sqrt", default=str(index_module.RESCORE_SQRT), help="factors to compare, e.g. 3,4.5,6"
+    )
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     bank = MemoryBank.open(args.store)  # the default encoder; a store of another says which to pass
@@ -75,9 +90,9 @@ def main() -> None:
     qv = np.asarray(bank.encoder.encode(queries), dtype=np.float32)
     rows = []
     for upto in (int(x) for x in args.sizes.split(",")):
-        row = measure(bank, uid, upto, queries, qv)
-        print(json.dumps(row), flush=True)
-        rows.append(row)
+        for row in measure(bank, uid, upto, queries, qv, [float(f) for f in args.rescore_sqrt.split(",")]):
+            print(json.dumps(row), flush=True)
+            rows.append(row)
     bank.close()
     if args.json:
         args.json.write_text(json.dumps({"results": rows}, indent=1) + "\n", encoding="utf-8")

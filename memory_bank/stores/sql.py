@@ -550,9 +550,9 @@ class SQLStorage(Storage):
     def _bump(c: Cursor, user_id: int, *, epoch: bool, texts_kept: bool = False, tiers: bool = False) -> None:
         """Count a change of the user's memories; ``epoch``: not a pure append; ``tiers``: only
         memories moved between the live and the forgotten tier (no text, vector or visibility
-        changed). Unless the change kept every memory's text (``texts_kept``: archiving,
-        re-embedding), the user's lexical snapshot goes in the same transaction: it may hold
-        deleted words."""
+        changed). Unless the change kept every memory's text and vector (``texts_kept``:
+        archiving, hiding), the user's lexical snapshot goes in the same transaction: it may hold
+        deleted words, or the dense codes of replaced vectors."""
         more = (", epoch = epoch + 1" if epoch else "") + (", tiers = tiers + 1" if tiers else "")
         c.execute(f"UPDATE users SET version = version + 1{more} WHERE id = ?", (user_id,))
         if epoch and not texts_kept:
@@ -717,8 +717,8 @@ class SQLStorage(Storage):
                 self._lock_user(c, u, missing_ok=True)
                 self._drop_blocks(c, u, rowids)
             self._put_vectors(c, rowids, vectors, encoder)
-            for u in users:
-                self._bump(c, u, epoch=True, texts_kept=True)
+            for u in users:  # the snapshot goes too: it holds the old vectors' dense codes
+                self._bump(c, u, epoch=True)
 
         self._write(run)
 

@@ -1,7 +1,7 @@
 """The performance paths give exactly what the straightforward code gives.
 
 Each fast path (sparse BM25 postings, O(n) top-k selection, date lookups, the columnar
-forgetting read, binary codes with exact re-scoring) is checked against a plain reference
+forgetting read, dense codes with exact re-scoring) is checked against a plain reference
 implementation on random data, so a speed-up can never change a ranking or a forgetting pass.
 """
 
@@ -103,7 +103,7 @@ def test_partition_date_lookups_match_a_scan() -> None:
     assert part.positions_on(wanted).tolist() == expected
 
 
-def test_binary_codes_with_exact_rescoring() -> None:
+def test_dense_codes_with_exact_rescoring() -> None:
     pool = np.random.default_rng(1).standard_normal((64, 32)).astype(np.float32)
     pool /= np.linalg.norm(pool, axis=1, keepdims=True)
     vecs = synth_vectors(pool, 3000, seed=2)
@@ -154,28 +154,6 @@ def test_a_load_with_room_is_kept_and_any_other_array_is_copied() -> None:
     pos, scores = other.dense_top(q, 7)
     assert pos.tolist() == np.argsort(-(flat @ q), kind="stable")[:7].tolist()
     assert np.allclose(scores, flat[pos] @ q)
-
-
-@pytest.mark.parametrize("dim", [32, 100, 384])
-def test_padded_binary_codes_keep_the_hamming_distances_of_the_sign_codes(dim: int) -> None:
-    """Codes are padded to a length FAISS has a fast kernel for (48 -> 64 bytes at 384
-    dimensions); the padding must add no distance, so the candidates are those of the plain codes."""
-    rng = np.random.default_rng(dim)
-    vecs = rng.standard_normal((600, dim)).astype(np.float32)
-    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-    part = Partition(dim)
-    part.exact_limit = 100
-    part.add(_batch([("2023-01-01", None, "turn")] * 600, vecs))
-    assert part.approximate
-    center = vecs.mean(axis=0)
-    plain = np.packbits(vecs > center, axis=1)
-    for q in rng.standard_normal((5, dim)).astype(np.float32):
-        dist, ids = part._codes.search(part._encode_codes(q[None]), 50)
-        mine = np.packbits(q > center)
-        expected = np.unpackbits(plain[ids[0]] ^ mine, axis=1).sum(axis=1)
-        assert dist[0].tolist() == expected.tolist()
-        everyone = np.sort(np.unpackbits(plain ^ mine, axis=1).sum(axis=1))[:50]
-        assert dist[0].tolist() == everyone.tolist()  # the 50 nearest codes, none missed
 
 
 def test_columnar_forgetting_read_equals_the_generic_path(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -4,7 +4,7 @@ The reference below ranks by the definitions in :mod:`memory_bank.retrieval` wri
 obvious way (Python sets and dicts, one memory at a time): the candidate union and its
 neighbours, each term, the weighted sum, a day's evidence as the mean of its best scores, the
 neighbour lift, the top k. Only the dense candidate *source* is taken from the partition, since
-which memories the binary codes put forward is the index's business (its recall against exact
+which memories the dense codes put forward is the index's business (its recall against exact
 search is measured by ``memorybank bench``); everything the pipeline computes from it is
 checked. The store is a real SQLite bank on disk, searched above its exact-search limit so the
 codes path runs, with the default config and non-default ones (other weights, neighbours and
@@ -114,7 +114,7 @@ def reference_rank(
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> tuple[MemoryBank, Partition]:
-    """A real bank on disk with 2,400 turns and daily summaries, searched through binary codes."""
+    """A real bank on disk with 2,400 turns and daily summaries, searched through dense codes."""
     directory: Path = tmp_path_factory.mktemp("bank")
     encoder = HashingEncoder(64)
     bank = MemoryBank.open(directory, encoder_instance=encoder)
