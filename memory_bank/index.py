@@ -651,17 +651,20 @@ class Partition:
         if k == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         q = np.asarray(query, dtype=np.float32).reshape(1, -1)
-        if self._codes is None:
+        if self._codes is not None:
+            r = min(len(self), max(rescore_size(len(self)), 8 * k))
             with _one_thread():
-                scores, pos = faiss.knn(q, self._xb(), k, metric=faiss.METRIC_INNER_PRODUCT)
-            keep = pos[0] >= 0
-            return pos[0][keep].astype(np.int64), scores[0][keep]
-        r = min(len(self), max(rescore_size(len(self)), 8 * k))
+                cand = self._codes.search(q, r)
+                exact = self.dot(cand, q)
+            # Fewer than k found: the codes told no memory apart (a zero query vector scores
+            # every code alike and FAISS returns none); exact search ranks them as it always has.
+            if len(cand) >= k:
+                top = stable_top(exact, k)
+                return cand[top], exact[top]
         with _one_thread():
-            cand = self._codes.search(q, r)
-            exact = self.dot(cand, q)
-        top = stable_top(exact, k)
-        return cand[top], exact[top]
+            scores, pos = faiss.knn(q, self._xb(), k, metric=faiss.METRIC_INNER_PRODUCT)
+        keep = pos[0] >= 0
+        return pos[0][keep].astype(np.int64), scores[0][keep]
 
     def neighbours(self, pos: int) -> tuple[int | None, int | None]:
         """Positions of the turns just before and after the turn at ``pos`` on the same day."""

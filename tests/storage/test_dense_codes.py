@@ -178,3 +178,18 @@ def test_snapshot_dense_codes_round_trip_restrict_and_refuse_a_misfit() -> None:
     bad = dataclasses.replace(snap, dense_codes=snap.dense_codes[:-1])
     with pytest.raises(ValueError, match="dense codes do not fit"):
         LexicalSnapshot.from_bytes(bad.to_bytes())
+
+
+def test_a_query_the_codes_cannot_tell_apart_is_answered_as_exact_search_does() -> None:
+    """A zero query vector (nothing to compare) scores every code alike and FAISS's fast scan
+    returns nothing; the partition then answers as exact search would, not with no memories."""
+    vecs = synth_vectors(_pool(DIM), N, seed=8)
+    part = Partition(DIM)
+    part.exact_limit = 1000
+    part.add(_batch(vecs))
+    assert part.approximate
+    zero = np.zeros(DIM, dtype=np.float32)
+    pos, scores = part.dense_top(zero, 10)
+    part.set_exact_limit(N)
+    exact_pos, exact_scores = part.dense_top(zero, 10)
+    assert len(pos) == 10 and pos.tolist() == exact_pos.tolist() and scores.tolist() == exact_scores.tolist()
