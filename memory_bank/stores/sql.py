@@ -270,9 +270,11 @@ class BatchFill:
             grown = matrix_with_room(self.filled + n, dim)
             grown[: self.filled] = self.out[: self.filled]
             self.out = grown
-        self.out[self.filled : self.filled + n] = part.vectors
+        at = self.filled
+        self.out[at : at + n] = part.vectors
         self.filled += n
-        self.parts.append(part)
+        # not the part's own vectors: a view of a block's bytes would keep every block's bytes
+        self.parts.append(dataclasses.replace(part, vectors=self.out[at : at + n]))
 
     def batch(self) -> VectorBatch:
         """Everything put, as one batch whose vectors lead the matrix."""

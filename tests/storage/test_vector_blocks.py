@@ -16,7 +16,7 @@ import memory_bank.stores.sql as sql_module
 from memory_bank import MemoryBank, vector_blocks
 from memory_bank.records import RETRIEVABLE_KINDS, MemoryKind
 from memory_bank.retrieval import rank
-from memory_bank.stores.base import SCHEMA_VERSION, Storage
+from memory_bank.stores.base import SCHEMA_VERSION, Storage, VectorBatch
 from memory_bank.stores.sql import SQLStorage, statements
 from tests.conftest import UNDO_SCHEMA_6
 
@@ -203,3 +203,16 @@ def test_a_damaged_block_is_read_from_its_rows_in_its_place(make_bank, monkeypat
                 uid, enc, RETRIEVABLE_KINDS, after, archived=archived, upto_rowid=upto, texts=False
             )
             _same(got, storage._row_vectors(uid, enc, RETRIEVABLE_KINDS, after, upto, archived, False))
+
+
+def test_a_streamed_load_keeps_no_block_bytes() -> None:
+    """Each block's vectors are copied into the load's matrix and nothing keeps the block: at a
+    million memories keeping them held 1.46 GB more, faulted in on the way (395k page faults)."""
+    fill = sql_module.BatchFill(10)
+    sources = [np.arange(4 * 3, dtype=np.float32).reshape(4, 3) + i for i in range(2)]
+    for i, src in enumerate(sources):
+        fill.put(VectorBatch(np.arange(4) + 4 * i, src, [], ["turn"] * 4, ["2023-05-01"] * 4, [0, 1, 2, 3]))
+    batch = fill.batch()
+    np.testing.assert_array_equal(batch.vectors, np.concatenate(sources))
+    assert batch.rowids.tolist() == list(range(8)) and batch.spare
+    assert not any(np.shares_memory(p.vectors, s) for p in fill.parts for s in sources)
