@@ -36,6 +36,7 @@ import faiss
 import numpy as np
 
 from memory_bank.bm25 import Bm25Query
+from memory_bank.day_positions import DayPositions
 from memory_bank.dense_codes import MIN_TRAIN, DenseCodes
 from memory_bank.lexical_snapshot import LexicalSnapshot
 from memory_bank.stores import VectorBatch
@@ -343,15 +344,13 @@ class Partition:
         self._stored_codes: tuple[np.ndarray, np.ndarray] | None = None
         #: Whether this partition trained its dense codes (rather than reading stored ones).
         self.codes_trained = False
-        self._by_day: dict[str, list[int]] = {}
-        self._years: set[int] = set()
-        self._years_desc: tuple[int, ...] | None = None  # sorted _years, until the next add
+        self._days = DayPositions()
+        self._years_desc: tuple[int, ...] | None = None  # sorted years, until the next add
         # The positions holding each (day, turn), kept equal to looking the neighbours up at
         # query time (duplicates included).
-        self._keys = TurnKeys({})
+        self._keys = TurnKeys(self._days.number)
         self._nbrs = np.zeros((0, 2), dtype=np.int64)  # previous, next turn position; -1: none
-        self._day_ids = np.zeros(0, dtype=np.int32)  # per position: its day, numbered as first seen
-        self._day_number: dict[str, int] = {}
+        self._day_ids = np.zeros(0, dtype=np.int32)  # per position: its day's number in _days
         # The distinct token ids of each memory's user words when they ask a question, as CSR rows.
         self._user_starts = np.zeros(1, dtype=np.int64)
         self._user_ids = np.zeros(0, dtype=np.int32)
@@ -434,20 +433,13 @@ class Partition:
 
     def _index_days(self, batch: VectorBatch, start: int) -> None:
         """Days, turn numbers and neighbours of the memories appended at ``start``, one by one."""
-        by_day = self._by_day
+        days = self._days
         keys = self._keys
         nbrs = self._nbrs
-        day_ids, day_number = self._day_ids, self._day_number
+        day_ids = self._day_ids
         for i, (kind, day, turn) in enumerate(zip(batch.kinds, batch.dates, batch.turns, strict=True)):
             pos = start + i
-            positions = by_day.get(day)
-            if positions is None:
-                by_day[day] = [pos]
-                self._years.add(int(day[:4]))
-                day_number[day] = len(day_number)
-            else:
-                positions.append(pos)
-            day_ids[pos] = day_number[day]
+            day_ids[pos] = days.append(day, pos)
             nbrs[pos] = -1
             if kind == "turn" and turn is not None:
                 t = int(turn)
@@ -465,17 +457,10 @@ class Partition:
         it on its day, which is what the one-by-one updates leave behind. Sorted by (day, turn,
         position), the (day, turn) just before a turn's group is its day's previous turn, if
         any turn of that day has that number."""
-        dates = batch.dates
-        self._day_number = day_number = {d: i for i, d in enumerate(dict.fromkeys(dates))}
-        n = len(dates)
-        ids = np.fromiter(map(day_number.__getitem__, dates), dtype=np.int32, count=n)
+        self._days, ids = DayPositions.bulk(batch.dates)
+        day_number = self._days.number
+        n = len(ids)
         self._day_ids[:n] = ids
-        order = np.argsort(ids, kind="stable")
-        bounds = np.flatnonzero(np.diff(ids[order])) + 1
-        self._by_day = {
-            day: group.tolist() for day, group in zip(day_number, np.split(order, bounds), strict=True)
-        }
-        self._years = {int(d[:4]) for d in day_number}
         self._nbrs[:n] = -1
         self._keys = TurnKeys(day_number)
         turns_all = np.asarray(batch.turns, dtype=object)
@@ -572,15 +557,12 @@ class Partition:
     def years(self) -> tuple[int, ...]:
         """The years this partition's memories fall in, latest first."""
         if self._years_desc is None:
-            self._years_desc = tuple(sorted(self._years, reverse=True))
+            self._years_desc = tuple(sorted(self._days.years, reverse=True))
         return self._years_desc
 
     def positions_on(self, days: Iterable[str]) -> np.ndarray:
         """Positions (ascending) of the memories dated on any of ``days`` (``YYYY-MM-DD``)."""
-        found = [self._by_day[d] for d in set(days) if d in self._by_day]
-        if not found:
-            return np.zeros(0, dtype=np.int64)
-        return np.sort(np.concatenate([np.asarray(p, dtype=np.int64) for p in found]))
+        return self._days.on(days)
 
     def day_ids(self, positions: np.ndarray) -> np.ndarray:
         """A number per position, equal for memories of the same day (``int32``)."""
@@ -588,8 +570,7 @@ class Partition:
 
     def positions_in_months(self, months: Iterable[str]) -> np.ndarray:
         """Positions (ascending) of the memories dated in any of ``months`` (``YYYY-MM``)."""
-        wanted = set(months)
-        return self.positions_on([d for d in self._by_day if d[:7] in wanted])
+        return self._days.in_months(months)
 
     # -- dense search -------------------------------------------------------------------------
     def _xb(self) -> np.ndarray:

@@ -202,6 +202,9 @@ class SQLiteStorage(SQLStorage):
     def _rows(self, sql: str, args: Sequence[Any] = (), *, binary: bool = False) -> list[tuple[Any, ...]]:
         return self._conn().execute(sql, args).fetchall()
 
+    def _stream(self, sql: str, args: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
+        return iter(self._conn().execute(sql, args))
+
     def _write(self, fn: Callable[[Cursor], T]) -> T:
         conn = self._conn()
         try:

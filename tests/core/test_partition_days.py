@@ -26,11 +26,20 @@ def _batch(rng: np.random.Generator, n: int, first_rowid: int) -> VectorBatch:
 
 def _state(p: Partition) -> tuple[object, ...]:
     n = len(p)
-    held = {(d, int(t)) for k, d, t in zip(p.kinds, p.dates, p.turns, strict=True) if k == "turn" and t is not None}
+    held = {
+        (d, int(t))
+        for k, d, t in zip(p.kinds, p.dates, p.turns, strict=True)
+        if k == "turn" and t is not None
+    }
     missing = {(d, t + 100) for d, t in held}  # keys nobody holds: none
     last = {key: p._keys.last(key) for key in held | missing}
     many = {key: p._keys.holding(key) for key in held if len(p._keys.holding(key)) > 1}
-    return (p._nbrs[:n].tolist(), p._day_ids[:n].tolist(), p._by_day, p._years, last, many)
+    months = {d[:7] for d in p.dates}
+    on_days = {d: p.positions_on([d]).tolist() for d in p.dates}
+    in_months = {m: p.positions_in_months([m]).tolist() for m in months}
+    everywhere = p.positions_on(set(p.dates)).tolist()
+    return (p._nbrs[:n].tolist(), p._day_ids[:n].tolist(), p._days.as_dict(), p.years(), on_days,
+            in_months, everywhere, last, many)  # fmt: skip
 
 
 def test_bulk_indexing_equals_one_by_one_and_appends_keep_it() -> None:
@@ -48,3 +57,19 @@ def test_bulk_indexing_equals_one_by_one_and_appends_keep_it() -> None:
         bulk.add(later)
         single.add(later)
         assert _state(bulk) == _state(single)
+
+
+def test_positions_on_days_and_months_after_a_bulk_load_and_appends() -> None:
+    rng = np.random.default_rng(7)
+    first, later = _batch(rng, 200, 1), _batch(rng, 30, 201)
+    part = Partition(4)
+    part.add(first)
+    part.add(later)
+    dates = first.dates + later.dates
+    for day in [*sorted(set(dates))[:5], "1999-01-01"]:
+        got = part.positions_on([day, day])
+        assert got.dtype == np.int64 and got.tolist() == [i for i, d in enumerate(dates) if d == day]
+    two = [*sorted({d[:7] for d in dates})[:2], "1999-01"]
+    assert part.positions_in_months(two).tolist() == [i for i, d in enumerate(dates) if d[:7] in two]
+    assert part.positions_on([]).tolist() == [] and part.positions_in_months(["1999-01"]).tolist() == []
+    assert part.years() == (2023,)
