@@ -208,14 +208,16 @@ def new_store_id() -> str:
     return uuid.uuid4().hex
 
 
-def create_store_file(db: Path, statements: Sequence[str]) -> None:
+def create_store_file(db: Path, statements: Sequence[str], *, page_size: int = 4096) -> None:
     """Create the store file ``db`` from ``statements`` (the schema) under a temporary name, then
-    link it into place: a crash leaves no store file or a whole one, never a 0-byte one."""
+    link it into place: a crash leaves no store file or a whole one, never a 0-byte one. Its
+    pages are ``page_size`` bytes (a power of two, 512-65536), fixed for the file's life."""
     tmp = db.with_name(f".{db.name}.new-{uuid.uuid4().hex[:8]}")
     os.close(os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600))
     try:
         conn = sqlite3.connect(tmp, isolation_level=None)
         try:
+            conn.execute(f"PRAGMA page_size = {int(page_size)}")  # before anything is written
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("BEGIN")

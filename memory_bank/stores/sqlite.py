@@ -40,6 +40,15 @@ from memory_bank.stores.sql import (
 T = TypeVar("T")
 
 DB_FILENAME = "memorybank.sqlite3"
+#: The page size of a new store file (SQLite's default is 4096). A vector block (6 MB) spans
+#: 1,500 overflow pages of 4 KB, which SQLite reads one at a time, following each page's link to
+#: the next: a million memories' blocks are 375,000 pages, 1.5 s to read at a restart; in 16 KB
+#: pages 1.1 s, in 64 KB pages 0.86 s. But every write logs whole pages: a chat turn adds 53 KB
+#: to the write-ahead log in 4 KB pages, 170 KB in 16 KB pages, 682 KB in 64 KB pages (the add
+#: itself takes as long), and the log grows to 1,000 pages before a checkpoint. 16 KB takes most
+#: of the gain at a quarter of the largest size's writes. A store keeps the page size it was
+#: created with (docs/perf/scale.md, round 6: what a store created before gets).
+PAGE_SIZE = 16384
 
 # What a forgetting pass reads of a memory, in one integer kept in the index below:
 # ``anchor_day * 8192 + strength``, anchor_day counting days since 1970-01-01 from the last recall
@@ -142,6 +151,7 @@ class SQLiteStorage(SQLStorage):
                     *statements(_INDEXES),
                     f"INSERT INTO meta(key, value) VALUES ('schema_version', '{SCHEMA_VERSION}')",
                 ],
+                page_size=PAGE_SIZE,
             )
         # Is it ours, whole, with its own -wal? Checked read-only: a refused file stays untouched.
         meta = integrity.inspect(self.path, quick_check=quick_check)
