@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -12,6 +13,29 @@ from memory_bank.embeddings import HashingEncoder
 from silicon_friend.engine import ChatSettings, SiliconFriend
 from silicon_friend.models import prepare_model
 from tests.silicon_friend.fakes import EchoChatModel
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _patient_gradio_startup() -> Iterator[None]:
+    """Gradio's ``launch`` checks that the app answers on localhost and gives up when one HEAD
+    of its page takes more than 3 s, which a test app on a busy 2-core machine sometimes does
+    ("When localhost is not accessible, a shareable link must be created", seen once in a full
+    run, passing alone). That check is not what these tests test: it gets 30 s here."""
+    import gradio.networking as networking
+
+    quick = networking.url_ok
+
+    def patient(url: str) -> bool:
+        deadline = time.monotonic() + 30
+        while not quick(url):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.5)
+        return True
+
+    networking.url_ok = patient
+    yield
+    networking.url_ok = quick
 
 
 @pytest.fixture
