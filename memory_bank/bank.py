@@ -144,7 +144,9 @@ class MemoryBank:
             state=self._user_state,
             dim=lambda: self.encoder.dim,
             max_users=self.config.max_cached_users,
-            snapshots=SnapshotStore(self._load_snapshot, self._save_snapshot, self._seal_vectors),
+            snapshots=SnapshotStore(
+                self._load_snapshot, self._save_snapshot, self._seal_vectors, self._has_snapshot
+            ),
             tiers_kept=self._both_tiers,
         )
         self._forget_lock = threading.Lock()
@@ -364,6 +366,9 @@ class MemoryBank:
         except ValueError as e:  # a damaged cache is rebuilt, never trusted
             logger.warning("ignoring the stored lexical index of user id %d: %s", user_id, e)
             return None
+
+    def _has_snapshot(self, user_id: int) -> bool:
+        return self.storage.has_lexical_snapshot(user_id, self.encoder_name, TOKENIZER_VERSION)
 
     def _seal_vectors(self, user_id: int, epoch: int) -> None:
         """Store the user's vectors in blocks, so the next restart reads them in a few rows

@@ -26,6 +26,7 @@ per-user partitions; here the SQLite store is the docstore and the index is a re
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import dataclasses
 import math
 import sys
@@ -668,11 +669,14 @@ class SnapshotStore:
     stored one (``None`` if missing or made by another tokenizer or encoder) and
     ``save(user_id, epoch, snapshot)`` stores one unless the user's epoch has moved on;
     ``seal(user_id, epoch)`` stores the user's vectors in blocks (see
-    :mod:`memory_bank.vector_blocks`), called when a load read many of them one row each."""
+    :mod:`memory_bank.vector_blocks`), called when a load read many of them one row each;
+    ``exists(user_id)`` says whether ``load`` may find one without reading it (``None``: it
+    is read, then the vectors)."""
 
     load: Callable[[int], LexicalSnapshot | None]
     save: Callable[[int, int, LexicalSnapshot], None]
     seal: Callable[[int, int], None] | None = None
+    exists: Callable[[int], bool] | None = None
 
 
 #: A partition load that tokenised at least this many memories (and a tenth of the partition)
@@ -737,10 +741,24 @@ class PartitionCache:
     def _build(self, user_id: int, part: Partition, snapshots: SnapshotStore) -> None:
         """Fill an empty partition: the memories a stored snapshot covers without their texts
         (and with their dense codes, when it has them), the rest tokenised; a new snapshot is
-        stored when much was tokenised or the dense codes were trained."""
-        snap = snapshots.load(user_id)
+        stored when much was tokenised or the dense codes were trained.
+
+        The snapshot and the vectors are read at once, on two connections (the snapshot in a
+        thread: both reads wait on the database, and a server detoasts them in two processes);
+        the vectors read are then cut at the snapshot's last memory, and those after it are read
+        again with their texts (none or a few: a snapshot is stored again once many are)."""
+        if snapshots.exists is not None and snapshots.exists(user_id):
+            with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="memorybank-snapshot") as pool:
+                pending = pool.submit(snapshots.load, user_id)
+                stored: VectorBatch | None = self._loader(user_id, 0, None, False)
+                snap = pending.result()
+        else:
+            snap = snapshots.load(user_id) if snapshots.exists is None else None
+            stored = None
         if snap is not None and len(snap):
-            head = self._loader(user_id, 0, snap.max_rowid, False)
+            if stored is None:
+                stored = self._loader(user_id, 0, snap.max_rowid, False)
+            head = stored.head(int(np.searchsorted(stored.rowids, snap.max_rowid, side="right")))
             fitted = snap.restricted(head.rowids)
             if fitted is not None and len(head.rowids):
                 part.add(head, snapshot=fitted)

@@ -69,6 +69,24 @@ class VectorBatch:
     #: after them: the partition that receives it may keep the buffer instead of copying it.
     spare: bool = False
 
+    def head(self, count: int) -> VectorBatch:
+        """The first ``count`` memories (a view of the vectors: a buffer with room after them
+        stays one)."""
+        if count >= len(self.rowids):
+            return self
+        return VectorBatch(
+            self.rowids[:count],
+            self.vectors[:count],
+            self.texts[:count],
+            self.kinds[:count],
+            self.dates[:count],
+            self.turns[:count],
+            None if self.queries is None else self.queries[:count],
+            None if self.responses is None else self.responses[:count],
+            min(self.from_rows, count),
+            self.spare,
+        )
+
 
 @dataclasses.dataclass
 class ForgetColumns:
@@ -290,6 +308,10 @@ class Storage(abc.ABC):
         """The user's stored lexical snapshot made for ``encoder``'s partition by ``tokenizer``
         (a :data:`memory_bank.text.TOKENIZER_VERSION`), or ``None``."""
         return None
+
+    def has_lexical_snapshot(self, user_id: int, encoder: str, tokenizer: str) -> bool:
+        """Whether :meth:`lexical_snapshot` would return one (without reading it)."""
+        return self.lexical_snapshot(user_id, encoder, tokenizer) is not None
 
     def put_lexical_snapshot(
         self, user_id: int, encoder: str, tokenizer: str, epoch: int, data: bytes

@@ -1203,6 +1203,14 @@ class SQLStorage(Storage):
         )
         return bytes(rows[0][0]) if rows else None
 
+    def has_lexical_snapshot(self, user_id: int, encoder: str, tokenizer: str) -> bool:
+        return bool(
+            self._rows(
+                "SELECT 1 FROM lexical_snapshots WHERE user_id = ? AND encoder = ? AND tokenizer = ?",
+                (user_id, encoder, tokenizer),
+            )
+        )
+
     def put_lexical_snapshot(
         self, user_id: int, encoder: str, tokenizer: str, epoch: int, data: bytes
     ) -> bool:

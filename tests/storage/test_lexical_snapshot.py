@@ -100,6 +100,29 @@ def test_deleting_or_editing_a_memory_deletes_the_snapshot_in_the_same_write(mak
     assert not bank.has_user("Ann")
 
 
+def test_the_store_says_whether_a_snapshot_is_there_without_reading_it(make_bank) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank()
+    _fill(bank)
+    uid = bank.user("Ann").id
+    assert not bank.storage.has_lexical_snapshot(uid, bank.encoder_name, TOKENIZER_VERSION)
+    _ranks(bank)
+    assert bank.storage.has_lexical_snapshot(uid, bank.encoder_name, TOKENIZER_VERSION)
+    assert not bank.storage.has_lexical_snapshot(uid, bank.encoder_name, TOKENIZER_VERSION + "-next")
+    assert not bank.storage.has_lexical_snapshot(uid, "other-encoder", TOKENIZER_VERSION)
+
+
+def test_a_damaged_snapshot_is_rebuilt_from_the_texts(make_bank) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank()
+    _fill(bank)
+    expected = _ranks(bank), _ranks(bank, **OTHER)
+    uid = bank.user("Ann").id
+    epoch = bank._cache.get(uid).epoch
+    assert bank.storage.put_lexical_snapshot(uid, bank.encoder_name, TOKENIZER_VERSION, epoch, b"not a snapshot")
+    restarted = make_bank()  # the store says there is one; reading it fails
+    assert (_ranks(restarted), _ranks(restarted, **OTHER)) == expected
+    assert LexicalSnapshot.from_bytes(_stored(restarted) or b"")  # and a good one replaced it
+
+
 def test_a_snapshot_of_another_tokenizer_is_not_used(make_bank, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     bank = make_bank()
     _fill(bank)
