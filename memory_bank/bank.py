@@ -168,6 +168,7 @@ class MemoryBank:
         return cls(load_config(config_file, store=str(store), **overrides), clock=clock, encoder=encoder)
 
     def close(self) -> None:
+        self._cache.close()
         self.storage.close()
 
     def __enter__(self) -> MemoryBank:

@@ -714,6 +714,7 @@ class PartitionCache:
         self.snapshots = snapshots
         self._parts: collections.OrderedDict[int, Partition] = collections.OrderedDict()
         self._lock = threading.Lock()
+        self._snapshot_reader: concurrent.futures.ThreadPoolExecutor | None = None
 
     def get(self, user_id: int) -> Partition:
         """The user's partition, loaded lazily and refreshed if the store changed."""
@@ -743,15 +744,19 @@ class PartitionCache:
         (and with their dense codes, when it has them), the rest tokenised; a new snapshot is
         stored when much was tokenised or the dense codes were trained.
 
-        The snapshot and the vectors are read at once, on two connections (the snapshot in a
-        thread: both reads wait on the database, and a server detoasts them in two processes);
+        The snapshot and the vectors are read at once, on two connections (the snapshot on the
+        cache's reader thread: both reads wait on the database, and a server detoasts them in two
+        processes);
         the vectors read are then cut at the snapshot's last memory, and those after it are read
         again with their texts (none or a few: a snapshot is stored again once many are)."""
         if snapshots.exists is not None and snapshots.exists(user_id):
-            with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="memorybank-snapshot") as pool:
-                pending = pool.submit(snapshots.load, user_id)
+            pending = self._reader().submit(snapshots.load, user_id)
+            try:
                 stored: VectorBatch | None = self._loader(user_id, 0, None, False)
-                snap = pending.result()
+            except BaseException:
+                concurrent.futures.wait([pending])  # the store is not read behind the caller's back
+                raise
+            snap = pending.result()
         else:
             snap = snapshots.load(user_id) if snapshots.exists is None else None
             stored = None
@@ -776,9 +781,27 @@ class PartitionCache:
         with self._lock:
             self._parts.pop(user_id, None)
 
+    def _reader(self) -> concurrent.futures.ThreadPoolExecutor:
+        """The thread that reads snapshots beside a build's vector load: one for the cache's
+        life, so a store that keeps a connection per thread opens one more, not one per build."""
+        with self._lock:
+            if self._snapshot_reader is None:
+                self._snapshot_reader = concurrent.futures.ThreadPoolExecutor(
+                    1, thread_name_prefix="memorybank-snapshot"
+                )
+            return self._snapshot_reader
+
     def clear(self) -> None:
         with self._lock:
             self._parts.clear()
+
+    def close(self) -> None:
+        """Drop every partition and stop the snapshot reader (a later build starts another)."""
+        with self._lock:
+            self._parts.clear()
+            reader, self._snapshot_reader = self._snapshot_reader, None
+        if reader is not None:
+            reader.shutdown(wait=True)
 
     def __len__(self) -> int:
         return len(self._parts)

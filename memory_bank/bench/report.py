@@ -106,6 +106,17 @@ def targets(out: dict[str, Any]) -> list[dict[str, Any]]:
             1.5,
             note=f"{chat[lo].get('chat_turn_core_ms_p50', 0):.2f} -> {chat[hi].get('chat_turn_core_ms_p50', 0):.2f} ms",
         )
+        if chat[hi].get("chat_turn_besides_search_ms_p50") is not None:
+            add(
+                f"the same without the search (user, global layers, store, reinforce), {lo} -> {hi} memories (ratio)",
+                _ratio(
+                    chat[hi]["chat_turn_besides_search_ms_p50"],
+                    chat[lo].get("chat_turn_besides_search_ms_p50"),
+                ),
+                1.5,
+                note=f"{chat[lo].get('chat_turn_besides_search_ms_p50', 0):.2f} -> "
+                f"{chat[hi]['chat_turn_besides_search_ms_p50']:.2f} ms",
+            )
     users = (out.get("scenarios") or {}).get("users") or {}
     add(
         f"search p50, {users.get('users')} users x {users.get('per_user')} vs one user (ratio, warm)",

@@ -123,6 +123,25 @@ def test_a_damaged_snapshot_is_rebuilt_from_the_texts(make_bank) -> None:  # typ
     assert LexicalSnapshot.from_bytes(_stored(restarted) or b"")  # and a good one replaced it
 
 
+def test_evicted_partitions_rebuilt_from_snapshots_open_no_connection_each(make_bank) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank()
+    for name in ("Ann", "Bo", "Cy"):
+        bank.add_turn(name, f"{name} went hiking near the lake.", "How lovely!", at="2023-05-01T10:00")
+        bank.add_turn(name, f"{name} baked a cherry pie.", "Yum!", at="2023-05-02T10:00")
+        bank.search(name, "hiking", k=2)  # builds the partition and stores its snapshot
+    restarted = make_bank()
+    restarted._cache.max_users = 1  # every search below evicts the previous user's partition
+    expected = {name: [h.memory.memory_id for h in bank.search(name, "pie", k=2)] for name in ("Ann", "Bo", "Cy")}
+    for _ in range(10):
+        for name in ("Ann", "Bo", "Cy"):
+            assert [h.memory.memory_id for h in restarted.search(name, "pie", k=2)] == expected[name]
+    conns = getattr(restarted.storage, "_all_conns", None)
+    if conns is not None:  # SQLite keeps one connection per thread that read: this one, the reader
+        assert len(conns) <= 2
+    restarted.close()
+    assert restarted._cache._snapshot_reader is None
+
+
 def test_a_snapshot_of_another_tokenizer_is_not_used(make_bank, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     bank = make_bank()
     _fill(bank)
