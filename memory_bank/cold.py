@@ -123,6 +123,11 @@ class ColdTier:
         self._live[user_id] = (state, day, top, rowids, rowids)
         return rowids
 
+    def live_cached(self, user_id: int, state: tuple[int, int, int], day: str) -> bool:
+        """Whether :meth:`live_rowids` at ``state`` on ``day`` would answer without ``compute``."""
+        hit = self._live.get(user_id)
+        return hit is not None and hit[0][1:] == state[1:] and hit[1] == day
+
     def revived(self, user_id: int, before: tuple[int, int, int], day: str, rowids: Sequence[int]) -> None:
         """Bring the cached live set along with a chat reply's write that brought ``rowids``
         back from the cold tier on ``day`` (recalled, so live again: retention 1 that day),

@@ -750,7 +750,7 @@ class PartitionCache:
         the vectors read are then cut at the snapshot's last memory, and those after it are read
         again with their texts (none or a few: a snapshot is stored again once many are)."""
         if snapshots.exists is not None and snapshots.exists(user_id):
-            pending = self._reader().submit(snapshots.load, user_id)
+            pending = self.reader().submit(snapshots.load, user_id)
             try:
                 stored: VectorBatch | None = self._loader(user_id, 0, None, False)
             except BaseException:
@@ -781,9 +781,10 @@ class PartitionCache:
         with self._lock:
             self._parts.pop(user_id, None)
 
-    def _reader(self) -> concurrent.futures.ThreadPoolExecutor:
-        """The thread that reads snapshots beside a build's vector load: one for the cache's
-        life, so a store that keeps a connection per thread opens one more, not one per build."""
+    def reader(self) -> concurrent.futures.ThreadPoolExecutor:
+        """The thread that reads beside a build's vector load (the snapshot; the bank's
+        forgetting columns): one for the cache's life, so a store that keeps a connection per
+        thread opens one more, not one per build."""
         with self._lock:
             if self._snapshot_reader is None:
                 self._snapshot_reader = concurrent.futures.ThreadPoolExecutor(

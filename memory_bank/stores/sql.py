@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 
-from memory_bank import vector_blocks
+from memory_bank import prefault, vector_blocks
 from memory_bank.errors import InvalidInputError, StoreError, UserNotFoundError
 from memory_bank.records import Memory, MemoryKind, index_text
 from memory_bank.stores.base import SCHEMA_VERSION, TURN_BASE, TURN_FLOOR, Storage, UserRecord, VectorBatch
@@ -287,8 +287,12 @@ class BatchFill:
 
 def matrix_with_room(n: int, dim: int) -> np.ndarray:
     """An empty matrix for ``n`` vectors and the memories a chat adds next: a load fills its
-    first ``n`` rows, and the partition keeps it as it is (see ``VectorBatch.spare``)."""
-    return np.empty((n + max(1024, n // 16), dim), dtype=np.float32)
+    first ``n`` rows, and the partition keeps it as it is (see ``VectorBatch.spare``). The
+    memory of those rows is faulted in on another thread while the load fills them
+    (:mod:`memory_bank.prefault`)."""
+    out = np.empty((n + max(1024, n // 16), dim), dtype=np.float32)
+    prefault.populate(out, n * dim * out.itemsize)
+    return out
 
 
 def joined(parts: Sequence[VectorBatch], vectors: np.ndarray, from_rows: int) -> VectorBatch:

@@ -70,3 +70,50 @@ def test_a_reply_that_revives_a_forgotten_memory_updates_the_set_without_recompu
     fresh = bank._live_now(rec, day, part)
     assert cached.tolist() == fresh.tolist()
     assert len(fresh) == 3  # today's painting, Miso (recalled today), today's salmon turn
+
+
+def _faded_and_fresh(bank) -> str:  # type: ignore[no-untyped-def]
+    for i in range(6):  # faded by the search day
+        bank.add_turn("Ann", f"Back in May I tried pottery class number {i}.", "Nice.", at=f"2023-05-0{i + 1}T09:00")
+    now = "2023-09-01"
+    bank.add_turn("Ann", "Today I painted the sea.", "Lovely.", at=f"{now}T09:00")
+    return now
+
+
+def test_a_restart_reads_the_live_set_beside_the_partition_build_and_gets_the_same(
+    make_bank, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    import threading
+
+    now = _faded_and_fresh(make_bank(forgetting=SELECTIVE_FORGETTING))
+    serial = make_bank(forgetting=SELECTIVE_FORGETTING)
+    monkeypatch.setattr(serial, "_read_forget_columns_early", lambda *a: None)
+    expected = [(h.memory.memory_id, h.memory.archived, h.score) for h in serial.search("Ann", "pottery", k=4, now=now)]
+    restarted = make_bank(forgetting=SELECTIVE_FORGETTING)
+    threads = []
+    real = restarted._forget_columns
+    monkeypatch.setattr(
+        restarted, "_forget_columns", lambda *a: threads.append(threading.current_thread().name) or real(*a)
+    )
+    got = [(h.memory.memory_id, h.memory.archived, h.score) for h in restarted.search("Ann", "pottery", k=4, now=now)]
+    assert got == expected and any(archived for _, archived, _ in got)  # faded ones found in the cold tier
+    assert len(threads) == 1 and threads[0].startswith("memorybank-snapshot")  # read beside the build
+
+
+def test_a_write_between_the_early_read_and_the_build_is_not_missed(make_bank, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    now = _faded_and_fresh(make_bank(forgetting=SELECTIVE_FORGETTING))
+    restarted = make_bank(forgetting=SELECTIVE_FORGETTING)
+    other = make_bank(forgetting=SELECTIVE_FORGETTING)  # another server on the same store
+    early = restarted._read_forget_columns_early
+
+    def then_a_write(*a):  # type: ignore[no-untyped-def]
+        started = early(*a)
+        if started is not None:
+            started.columns.result()  # the columns are read before the new turn is written
+        other.add_turn("Ann", "Just now I adopted a parrot named Kiwi.", "Wow!", at=f"{now}T11:00")
+        return started
+
+    monkeypatch.setattr(restarted, "_read_forget_columns_early", then_a_write)
+    hits = restarted.search("Ann", "my parrot Kiwi", k=1, now=now)
+    assert hits and "Kiwi" in hits[0].memory.text
+    assert not hits[0].memory.archived  # live: a set computed from the early read would have missed it
