@@ -330,6 +330,7 @@ class MemoryBank:
         rec = self.user(name)
         n = self.storage.delete_user(rec.id)
         self._cache.drop(rec.id)
+        self.cold.drop(rec.id)
         logger.info("deleted user %r (%d memories)", rec.name, n)
         return n
 
@@ -535,6 +536,7 @@ class MemoryBank:
         rec = self.storage.replace_user(user, extra, memories, retrievable, vectors, self.encoder_name)
         if old is not None:
             self._cache.drop(old.id)
+            self.cold.drop(old.id)
         return rec
 
     def set_layer(
