@@ -158,7 +158,8 @@ class SQLiteStorage(SQLStorage):
         self.read_only = not (os.access(self.path, os.W_OK) and os.access(self.directory, os.W_OK))
         self._busy_ms = int(busy_timeout_s * 1000)
         self._local = threading.local()
-        self._all_conns: list[sqlite3.Connection] = []
+        #: Every open connection, with the thread it belongs to (see :meth:`_conn`).
+        self._all_conns: list[tuple[threading.Thread, sqlite3.Connection]] = []
         self._conns_lock = threading.Lock()
         version = int(meta["schema_version"])
         if version > SCHEMA_VERSION:
@@ -206,8 +207,23 @@ class SQLiteStorage(SQLStorage):
                 raise StoreError(f"cannot open the memory store {str(self.path)!r}: {e}") from e
             self._local.conn = conn
             with self._conns_lock:
-                self._all_conns.append(conn)
+                self._all_conns = [*self._closed_dead(), (threading.current_thread(), conn)]
         return conn
+
+    def _closed_dead(self) -> list[tuple[threading.Thread, sqlite3.Connection]]:
+        """The open connections of threads still running, those of ended threads closed (under
+        ``_conns_lock``). Each thread has a connection of its own: without this, every short-lived
+        thread that read the store (a partition build reads its lexical snapshot on one) left one
+        open, with its file handles, until the store was closed (two handles a thread: a server
+        building partitions ran out of file descriptors)."""
+        alive = []
+        for thread, conn in self._all_conns:
+            if thread.is_alive():
+                alive.append((thread, conn))
+            else:  # nothing can use it now: its thread's local storage is gone
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+        return alive
 
     def _rows(self, sql: str, args: Sequence[Any] = (), *, binary: bool = False) -> list[tuple[Any, ...]]:
         return self._conn().execute(sql, args).fetchall()
@@ -279,7 +295,7 @@ class SQLiteStorage(SQLStorage):
 
     def close(self) -> None:
         with self._conns_lock:
-            for conn in self._all_conns:
+            for _, conn in self._all_conns:
                 with contextlib.suppress(sqlite3.Error):
                     conn.close()
             self._all_conns.clear()
