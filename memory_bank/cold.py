@@ -192,6 +192,13 @@ class ColdTier:
             self.found += 1
         return list(zip(rowids.tolist(), ranked.scores.tolist(), strict=True))
 
+    def clear(self) -> None:
+        """Forget every index and live set (the store's encoder changed)."""
+        self._cache.clear()
+        self._all.clear()
+        with self._live_lock:
+            self._live.clear()
+
     def drop(self, user_id: int) -> None:
         self._cache.drop(user_id)
         self._all.drop(user_id)
