@@ -658,9 +658,9 @@ class SQLStorage(Storage):
             # Only the trailing placeholder is filled: user names may contain braces.
             memory_id = memory.memory_id[: -len(_TURN_SLOT)] + str(turn) if templated else memory.memory_id
             new = dataclasses.replace(memory, turn=turn, memory_id=memory_id)
-            new.rowid = self._insert_turn(c, user_id, new, vector, encoder)
-            if stale:
-                self._mark_stale(c, user_id, stale, [memory.date])
+            # The recalled memories first, then the new turn: SQLite gives a new row the rowid of
+            # the user's latest memory if it was deleted meanwhile (while the reply was written),
+            # and the new turn would be the one reinforced, recalled before it was said.
             self._reinforce(c, user_id, recalled, memory.date)
             if revived:  # recalled from the cold tier: live again (what the user hid stays hidden)
                 cond, args = self._by_rowids(revived)
@@ -668,6 +668,9 @@ class SQLStorage(Storage):
                     f"UPDATE memories SET archived = ? WHERE {cond} AND NOT hidden", (False, user_id, *args)
                 )
                 self._bump(c, user_id, epoch=False, tiers=True)
+            new.rowid = self._insert_turn(c, user_id, new, vector, encoder)
+            if stale:
+                self._mark_stale(c, user_id, stale, [memory.date])
             return new
 
         return self._write(run)
