@@ -263,7 +263,7 @@ class MemoryBank:
         if self._checked is None:
             return
         stored = identity.recorded(self.storage.meta())
-        if stored is None or stored.name == self._checked.name:
+        if stored is None or canonical_name(stored.name) == canonical_name(self._checked.name):
             return
         logger.warning(
             "the store %r was switched to encoder %r by another process; following it",
