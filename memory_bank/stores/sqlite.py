@@ -25,7 +25,7 @@ import numpy as np
 from memory_bank import integrity
 from memory_bank.errors import ConfigError, StoreError
 from memory_bank.records import Memory, MemoryKind
-from memory_bank.stores.base import SCHEMA_VERSION, Backend, ForgetColumns
+from memory_bank.stores.base import SCHEMA_VERSION, Backend, ForgetColumns, UserRecord
 from memory_bank.stores.sql import (
     INSERT,
     LEXICAL_TABLE,
@@ -283,15 +283,46 @@ class SQLiteStorage(SQLStorage):
 
     def delete_user(self, user_id: int) -> int:
         n = super().delete_user(user_id)
-        # The WAL still holds the pages as they were before: copy them into the database (where
-        # secure_delete zeroed the rows) and empty it, so no copy of the user is left in a file.
-        # Best effort, waiting at most a second: a reader in a long snapshot keeps its pages.
+        self._flush_deleted()
+        return n
+
+    def delete_memories(
+        self, user_id: int, rowids: Sequence[int], scrub_dates: Iterable[str] | None = None
+    ) -> int:
+        n = super().delete_memories(user_id, rowids, scrub_dates)
+        self._flush_deleted()
+        return n
+
+    def replace_user(
+        self,
+        name: str,
+        extra: dict[str, Any],
+        memories: Sequence[Memory],
+        embedded: Sequence[int],
+        vectors: np.ndarray | None,
+        encoder: str,
+    ) -> UserRecord:
+        user = super().replace_user(name, extra, memories, embedded, vectors, encoder)
+        self._flush_deleted()  # the replaced memories
+        return user
+
+    def delete_archived(self, user_id: int) -> int:
+        n = super().delete_archived(user_id)
+        if n:
+            self._flush_deleted()
+        return n
+
+    def _flush_deleted(self) -> None:
+        """After a deletion: the WAL still holds the pages as they were before (the deleted
+        rows, and the lexical snapshot and vector blocks that held their words and vectors):
+        copy them into the database (where secure_delete zeroed the rows) and empty it, so no
+        copy of what was deleted is left in a file. Best effort, waiting at most a second: a
+        reader in a long snapshot keeps its pages."""
         conn = self._conn()
         with contextlib.suppress(sqlite3.Error):
             conn.execute("PRAGMA busy_timeout = 1000")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
-        return n
 
     def close(self) -> None:
         with self._conns_lock:
