@@ -160,6 +160,8 @@ class MemoryBank:
             tiers_kept=self._both_tiers,
         )
         self._forget_lock = threading.Lock()
+        #: The epoch each user had when this bank last checked the store's encoder.
+        self._epochs: dict[int, int] = {}
         #: Forgotten memories, consulted when the live ones match poorly (``forgetting.cold_tier``).
         self.cold = ColdTier(
             self.storage,
@@ -262,9 +264,33 @@ class MemoryBank:
         if asked and stored is not None and stored.name != wanted:
             self._store_encoder()  # raises the mismatch with its fix
 
+    def _follow_store_encoder(self) -> None:
+        """Notice that another process switched the store to another encoder since this bank
+        checked it (``memorybank reembed``): this bank's searches then read vectors of an
+        encoder the store no longer has (finding nothing, silently) and its writes stored
+        vectors no search of the store's encoder finds. Its caches go, and the encoder is
+        checked again as at open: the store's is taken, or, where this bank's was asked for by
+        name, the mismatch is raised with its fix. One read of the store's small meta table."""
+        if self._checked is None:
+            return
+        stored = identity.recorded(self.storage.meta())
+        if stored is None or canonical_name(stored.name) == canonical_name(self._checked.name):
+            return
+        logger.warning(
+            "the store %r was switched to encoder %r by another process; following it",
+            self.config.store,
+            stored.name,
+        )
+        self._checked, self._claimed = None, False
+        self._cache.clear()
+        self.cold.clear()
+        self.encoder  # noqa: B018 - the store's encoder, or the mismatch with its fix
+
     def _writing_encoder(self) -> Encoder:
         """The encoder, recorded as the store's before its first vectors are written (a store
         takes the first encoder that writes into it; a concurrent writer with another loses)."""
+        if self._claimed:
+            self._follow_store_encoder()
         encoder = self.encoder
         if not self._claimed:
             stored = identity.recorded(self.storage.meta())
@@ -341,11 +367,21 @@ class MemoryBank:
         rec = self.user(name)
         n = self.storage.delete_user(rec.id)
         self._cache.drop(rec.id)
+        self.cold.drop(rec.id)
         logger.info("deleted user %r (%d memories)", rec.name, n)
         return n
 
     def _user_state(self, user_id: int) -> tuple[int, int, int]:
-        return self.storage.user_counters(user_id)
+        """The user's counters, as the partition cache reads them before each search. A new
+        epoch (a rebuild: every user's epoch moves when the store is re-embedded) checks first
+        that the store still has this bank's encoder (:meth:`_follow_store_encoder`)."""
+        state = self.storage.user_counters(user_id)
+        if self._epochs.get(user_id) != state[1]:
+            self._follow_store_encoder()
+            if len(self._epochs) >= 16 * self.config.max_cached_users:
+                self._epochs.clear()
+            self._epochs[user_id] = state[1]
+        return state
 
     def _load_vectors(
         self, user_id: int, after_rowid: int, upto_rowid: int | None, texts: bool
@@ -546,6 +582,7 @@ class MemoryBank:
         rec = self.storage.replace_user(user, extra, memories, retrievable, vectors, self.encoder_name)
         if old is not None:
             self._cache.drop(old.id)
+            self.cold.drop(old.id)
         return rec
 
     def set_layer(
@@ -1205,6 +1242,21 @@ class MemoryBank:
         changed = stored is not None and stored.name == encoder.name and identity.difference(stored, encoder)
         # A name no vector has makes every memory due.
         todo = self.storage.missing_vectors("" if changed else encoder.name, RETRIEVABLE_KINDS)
+        self._put_embedded(encoder, todo, batch_size, progress)
+        self.storage.set_meta(identity.meta_of(encoder), replace=True)
+        # Memories another server stored meanwhile with the old encoder: no search would find
+        # them. A server that writes after the switch follows it (see _follow_store_encoder).
+        late = self.storage.missing_vectors(encoder.name, RETRIEVABLE_KINDS)
+        self._put_embedded(encoder, late, batch_size, progress)
+        self._checked, self._claimed = encoder, True
+        self._cache.clear()
+        self.cold.clear()
+        return len(todo) + len(late)
+
+    def _put_embedded(
+        self, encoder: Encoder, todo: Sequence[tuple[int, str]], batch_size: int, progress: bool
+    ) -> None:
+        """Store ``encoder``'s vectors of the memories ``todo`` (rowid, text), in batches."""
         bar = None
         if progress and todo:
             from tqdm import tqdm
@@ -1219,7 +1271,3 @@ class MemoryBank:
                 bar.update(len(chunk))
         if bar:
             bar.close()
-        self.storage.set_meta(identity.meta_of(encoder), replace=True)
-        self._checked, self._claimed = encoder, True
-        self._cache.clear()
-        return len(todo)

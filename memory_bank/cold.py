@@ -28,6 +28,7 @@ memories change.
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -62,6 +63,9 @@ class ColdTier:
         #: user -> ((version, epoch, tiers), day, max rowid examined, live rowids, the buffer
         #: they are a leading view of, with room for rowids added later)
         self._live: dict[int, tuple[tuple[int, int, int], str, int, np.ndarray, np.ndarray]] = {}
+        #: Held while an entry of ``_live`` is replaced, or its buffer written past a view's end
+        #: (searches of one user on several threads grow one buffer).
+        self._live_lock = threading.Lock()
         self._max_users = max_users
         #: Searches that consulted the cold tier, and those that found something there.
         self.consulted = 0
@@ -114,13 +118,19 @@ class ColdTier:
                 return hit[3]
             if added is not None:
                 new, top = added(hit[2])
-                rowids, spare = _appended(hit[3], hit[4], new)
-                self._live[user_id] = (state, day, max(top, hit[2]), rowids, spare)
+                with self._live_lock:
+                    if self._live.get(user_id) is not hit:
+                        # Another search grew or replaced the set meanwhile and may have written
+                        # past this one's end in the shared buffer: join without writing into it.
+                        return np.union1d(hit[3], new) if len(new) else hit[3]
+                    rowids, spare = _appended(hit[3], hit[4], new)
+                    self._live[user_id] = (state, day, max(top, hit[2]), rowids, spare)
                 return rowids
         rowids, top = compute()
-        if user_id not in self._live and len(self._live) >= self._max_users:
-            self._live.pop(next(iter(self._live)))
-        self._live[user_id] = (state, day, top, rowids, rowids)
+        with self._live_lock:
+            if user_id not in self._live and len(self._live) >= self._max_users:
+                self._live.pop(next(iter(self._live)))
+            self._live[user_id] = (state, day, top, rowids, rowids)
         return rowids
 
     def live_cached(self, user_id: int, state: tuple[int, int, int], day: str) -> bool:
@@ -138,16 +148,17 @@ class ColdTier:
         The entry keeps ``before``'s version, so the next search still examines the new turn
         (see :meth:`live_rowids`); any other writer's tier move makes the counters disagree and
         the set is recomputed as before."""
-        hit = self._live.get(user_id)
-        if hit is None or hit[0] != before or hit[1] != day or not len(rowids):
-            return
-        live = hit[3]
-        new = np.unique(np.asarray(rowids, dtype=np.int64))
-        new = new[~member(new, live)] if len(live) else new
-        if len(new):
-            live = np.insert(live, np.searchsorted(live, new), new)
-        version, epoch, tiers = before
-        self._live[user_id] = ((version, epoch, tiers + 1), day, hit[2], live, live)
+        with self._live_lock:
+            hit = self._live.get(user_id)
+            if hit is None or hit[0] != before or hit[1] != day or not len(rowids):
+                return
+            live = hit[3]
+            new = np.unique(np.asarray(rowids, dtype=np.int64))
+            new = new[~member(new, live)] if len(live) else new
+            if len(new):
+                live = np.insert(live, np.searchsorted(live, new), new)
+            version, epoch, tiers = before
+            self._live[user_id] = ((version, epoch, tiers + 1), day, hit[2], live, live)
 
     def search(
         self,
@@ -186,10 +197,18 @@ class ColdTier:
             self.found += 1
         return list(zip(rowids.tolist(), ranked.scores.tolist(), strict=True))
 
+    def clear(self) -> None:
+        """Forget every index and live set (the store's encoder changed)."""
+        self._cache.clear()
+        self._all.clear()
+        with self._live_lock:
+            self._live.clear()
+
     def drop(self, user_id: int) -> None:
         self._cache.drop(user_id)
         self._all.drop(user_id)
-        self._live.pop(user_id, None)
+        with self._live_lock:
+            self._live.pop(user_id, None)
 
 
 def _appended(live: np.ndarray, spare: np.ndarray, new: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

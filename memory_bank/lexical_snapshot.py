@@ -94,8 +94,9 @@ class LexicalSnapshot:
         except (OSError, KeyError, EOFError, UnicodeDecodeError, ValueError) as e:  # pickles refused too
             raise ValueError(f"not a lexical snapshot: {e}") from e
         vocab = raw.split("\0") if raw or len(arrays["starts"]) > 1 else []
-        if len(vocab) != len(arrays["starts"]) - 1 or len(arrays["user_starts"]) != len(arrays["rowids"]) + 1:
-            raise ValueError("not a lexical snapshot: its arrays do not fit together")
+        why = _misfit(arrays, len(vocab))
+        if why is not None:
+            raise ValueError(f"not a lexical snapshot: {why}")
         if dense and (
             len(dense) != len(_DENSE)
             or dense["dense_codes"].ndim != 2
@@ -143,3 +144,52 @@ class LexicalSnapshot:
             dense_codebook=self.dense_codebook,
             dense_codes=None if self.dense_codes is None else self.dense_codes[keep],
         )
+
+
+def _csr_misfit(starts: np.ndarray, values: np.ndarray, name: str) -> str | None:
+    """Why ``starts`` are not the row pointers of ``values`` (``None``: they are)."""
+    if starts.ndim != 1 or not len(starts) or starts[0] != 0 or starts[-1] != len(values):
+        return f"the row pointers of its {name} do not span them"
+    if len(starts) > 1 and bool((np.diff(starts) < 0).any()):
+        return f"the row pointers of its {name} go backwards"
+    return None
+
+
+def _misfit(arrays: dict[str, np.ndarray], vocab: int) -> str | None:
+    """Why the arrays of a stored snapshot cannot stand for a partition (``None``: they can).
+
+    A snapshot that parses but whose arrays disagree (a bug of the writer, a row edited by
+    hand) would make every search of the user fail on an index out of range, or rank with
+    postings of the wrong memories, until the snapshot is replaced, which a failing build
+    never does: it is refused here and the index rebuilt from the texts. Every check is one
+    pass over an array, a few milliseconds at a million memories."""
+    rowids, starts, pos, tf = arrays["rowids"], arrays["starts"], arrays["pos"], arrays["tf"]
+    n = len(rowids)
+    if rowids.ndim != 1 or (n > 1 and bool((np.diff(rowids) <= 0).any())):
+        return "its memories are not in ascending rowid order"
+    if len(starts) != vocab + 1:
+        return "its postings do not fit its vocabulary"
+    why = _csr_misfit(starts, pos, "postings") or _csr_misfit(
+        arrays["user_starts"], arrays["user_ids"], "question tokens"
+    )
+    if why is not None:
+        return why
+    if len(tf) != len(pos) or len(arrays["lengths"]) != n or len(arrays["unanswered"]) != n:
+        return "its per-memory arrays do not fit its memories"
+    if len(arrays["user_starts"]) != n + 1:
+        return "its questions do not fit its memories"
+    if len(pos) and (int(pos.min()) < 0 or int(pos.max()) >= n):
+        return "a posting names a memory it does not hold"
+    if len(pos) > 1:  # ascending within each token's run: no memory counted twice for a token
+        down = np.diff(pos) <= 0  # allowed only where a token's run starts
+        down[starts[1:-1][(starts[1:-1] > 0) & (starts[1:-1] < len(pos))] - 1] = False
+        if bool(down.any()):
+            return "a token's postings are not in ascending order"
+    ids = arrays["user_ids"]
+    if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= vocab):
+        return "a question names a token it does not hold"
+    if (len(tf) and float(np.min(tf)) <= 0) or (
+        len(arrays["lengths"]) and int(np.min(arrays["lengths"])) < 0
+    ):
+        return "a count is not positive"
+    return None

@@ -103,6 +103,11 @@ class VectorBlock:
             ts = np.frombuffer(turns, dtype="<i8")
             if not (len(ki) == len(di) == len(ts) == n) or len(vectors) != 4 * n * int(dim):
                 raise ValueError("its columns do not fit together")
+            # A load joins blocks and rows by rowid: a rowid out of order, repeated or outside
+            # the block's range would give one memory two positions (every search of the user
+            # then fails) or hide another's row.
+            if n and (ids[0] < int(first) or ids[-1] > int(last) or bool((np.diff(ids) <= 0).any())):
+                raise ValueError("its rowids are not ascending within its range")
             return cls(
                 int(first),
                 int(last),

@@ -37,6 +37,11 @@ TURN_FLOOR = "turn_floor"
 #: deleted user raises the store's; a user created afterwards starts there, so a user deleted and
 #: created again never gets the memory ids of the deleted one (and the store keeps no name).
 TURN_BASE = "turn_base"
+#: Key of the store's ``meta``: the epoch a user created now starts at, above the epoch of every
+#: deleted (or import-replaced) user. SQLite gives a deleted user's id to the next user; a cache
+#: of the deleted user in another process (a partition, a live set) is keyed by that id and
+#: trusted while the epoch is the same, so the new user must never share an epoch with them.
+EPOCH_BASE = "epoch_base"
 
 
 @dataclasses.dataclass

@@ -26,7 +26,15 @@ import numpy as np
 from memory_bank import prefault, vector_blocks
 from memory_bank.errors import InvalidInputError, StoreError, UserNotFoundError
 from memory_bank.records import Memory, MemoryKind, index_text
-from memory_bank.stores.base import SCHEMA_VERSION, TURN_BASE, TURN_FLOOR, Storage, UserRecord, VectorBatch
+from memory_bank.stores.base import (
+    EPOCH_BASE,
+    SCHEMA_VERSION,
+    TURN_BASE,
+    TURN_FLOOR,
+    Storage,
+    UserRecord,
+    VectorBatch,
+)
 
 T = TypeVar("T")
 
@@ -431,8 +439,12 @@ class SQLStorage(Storage):
         def run(c: Cursor) -> None:
             self._lock_name(c, name)
             c.execute(
-                "INSERT INTO users(name, extra) VALUES (?, ?) ON CONFLICT (name) DO NOTHING",
-                (name, json.dumps(self._new_user_extra(c, extra or {}), ensure_ascii=False)),
+                "INSERT INTO users(name, extra, epoch) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING",
+                (
+                    name,
+                    json.dumps(self._new_user_extra(c, extra or {}), ensure_ascii=False),
+                    self._meta_int(c, EPOCH_BASE),
+                ),
             )
 
         self._write(run)
@@ -474,6 +486,7 @@ class SQLStorage(Storage):
                 return 0
             n = int(c.execute("SELECT COUNT(*) FROM memories WHERE user_id = ?", (user_id,)).fetchone()[0])
             self._raise_store_base(c, self._turn_above(c, user_id))
+            self._raise_epoch_base(c, user_id)
             c.execute(
                 "DELETE FROM embeddings WHERE memory_rowid IN (SELECT id FROM memories WHERE user_id = ?)",
                 (user_id,),
@@ -507,12 +520,13 @@ class SQLStorage(Storage):
                     floors[day] = max(int(n), int(floors.get(day, 0)))
                 new_extra[TURN_FLOOR] = floors
                 new_extra[TURN_BASE] = max(int(kept.get(TURN_BASE, 0)), int(new_extra.get(TURN_BASE, 0)))
+                self._raise_epoch_base(c, int(old[0]))
                 c.execute("DELETE FROM users WHERE id = ?", (int(old[0]),))
             else:
                 new_extra = self._new_user_extra(c, new_extra)
             row = c.execute(
-                "INSERT INTO users(name, extra) VALUES (?, ?) RETURNING id",
-                (name, json.dumps(new_extra, ensure_ascii=False)),
+                "INSERT INTO users(name, extra, epoch) VALUES (?, ?, ?) RETURNING id",
+                (name, json.dumps(new_extra, ensure_ascii=False), self._meta_int(c, EPOCH_BASE)),
             ).fetchone()
             user_id = int(row[0])
             ids = self._insert_new(c, user_id, memories) if memories else {}
@@ -562,16 +576,31 @@ class SQLStorage(Storage):
         top = -1 if row is None or row[0] is None else int(row[0])
         return max([top + 1, int(extra.get(TURN_BASE, 0)), *floors])
 
+    @classmethod
+    def _raise_store_base(cls, c: Cursor, base: int) -> None:
+        cls._raise_meta(c, TURN_BASE, base)
+
+    @classmethod
+    def _raise_epoch_base(cls, c: Cursor, user_id: int) -> None:
+        """Before ``user_id`` is deleted: users created later start above its epoch (see
+        :data:`EPOCH_BASE`), so no cache of it is taken for theirs if they get its id."""
+        row = c.execute("SELECT epoch FROM users WHERE id = ?", (user_id,)).fetchone()
+        if row is not None:
+            cls._raise_meta(c, EPOCH_BASE, int(row[0]) + 1)
+
     @staticmethod
-    def _raise_store_base(c: Cursor, base: int) -> None:
-        if base <= 0:
-            return
-        row = c.execute("SELECT value FROM meta WHERE key = ?", (TURN_BASE,)).fetchone()
-        if row is not None and int(row[0]) >= base:
+    def _meta_int(c: Cursor, key: str) -> int:
+        row = c.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return int(row[0]) if row else 0
+
+    @classmethod
+    def _raise_meta(cls, c: Cursor, key: str, value: int) -> None:
+        """Raise the store's counter ``key`` in ``meta`` to at least ``value``."""
+        if value <= 0 or cls._meta_int(c, key) >= value:
             return
         c.execute(
             "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (TURN_BASE, str(base)),
+            (key, str(value)),
         )
 
     def _lock_user(self, c: Cursor, user_id: int, *, missing_ok: bool = False) -> bool:
@@ -633,9 +662,9 @@ class SQLStorage(Storage):
             # Only the trailing placeholder is filled: user names may contain braces.
             memory_id = memory.memory_id[: -len(_TURN_SLOT)] + str(turn) if templated else memory.memory_id
             new = dataclasses.replace(memory, turn=turn, memory_id=memory_id)
-            new.rowid = self._insert_turn(c, user_id, new, vector, encoder)
-            if stale:
-                self._mark_stale(c, user_id, stale, [memory.date])
+            # The recalled memories first, then the new turn: SQLite gives a new row the rowid of
+            # the user's latest memory if it was deleted meanwhile (while the reply was written),
+            # and the new turn would be the one reinforced, recalled before it was said.
             self._reinforce(c, user_id, recalled, memory.date)
             if revived:  # recalled from the cold tier: live again (what the user hid stays hidden)
                 cond, args = self._by_rowids(revived)
@@ -643,6 +672,9 @@ class SQLStorage(Storage):
                     f"UPDATE memories SET archived = ? WHERE {cond} AND NOT hidden", (False, user_id, *args)
                 )
                 self._bump(c, user_id, epoch=False, tiers=True)
+            new.rowid = self._insert_turn(c, user_id, new, vector, encoder)
+            if stale:
+                self._mark_stale(c, user_id, stale, [memory.date])
             return new
 
         return self._write(run)

@@ -25,7 +25,7 @@ import numpy as np
 from memory_bank import integrity
 from memory_bank.errors import ConfigError, StoreError
 from memory_bank.records import Memory, MemoryKind
-from memory_bank.stores.base import SCHEMA_VERSION, Backend, ForgetColumns
+from memory_bank.stores.base import SCHEMA_VERSION, Backend, ForgetColumns, UserRecord
 from memory_bank.stores.sql import (
     INSERT,
     LEXICAL_TABLE,
@@ -158,7 +158,8 @@ class SQLiteStorage(SQLStorage):
         self.read_only = not (os.access(self.path, os.W_OK) and os.access(self.directory, os.W_OK))
         self._busy_ms = int(busy_timeout_s * 1000)
         self._local = threading.local()
-        self._all_conns: list[sqlite3.Connection] = []
+        #: Every open connection, with the thread it belongs to (see :meth:`_conn`).
+        self._all_conns: list[tuple[threading.Thread, sqlite3.Connection]] = []
         self._conns_lock = threading.Lock()
         version = int(meta["schema_version"])
         if version > SCHEMA_VERSION:
@@ -206,8 +207,23 @@ class SQLiteStorage(SQLStorage):
                 raise StoreError(f"cannot open the memory store {str(self.path)!r}: {e}") from e
             self._local.conn = conn
             with self._conns_lock:
-                self._all_conns.append(conn)
+                self._all_conns = [*self._closed_dead(), (threading.current_thread(), conn)]
         return conn
+
+    def _closed_dead(self) -> list[tuple[threading.Thread, sqlite3.Connection]]:
+        """The open connections of threads still running, those of ended threads closed (under
+        ``_conns_lock``). Each thread has a connection of its own: without this, every short-lived
+        thread that read the store (a partition build reads its lexical snapshot on one) left one
+        open, with its file handles, until the store was closed (two handles a thread: a server
+        building partitions ran out of file descriptors)."""
+        alive = []
+        for thread, conn in self._all_conns:
+            if thread.is_alive():
+                alive.append((thread, conn))
+            else:  # nothing can use it now: its thread's local storage is gone
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+        return alive
 
     def _rows(self, sql: str, args: Sequence[Any] = (), *, binary: bool = False) -> list[tuple[Any, ...]]:
         return self._conn().execute(sql, args).fetchall()
@@ -267,19 +283,50 @@ class SQLiteStorage(SQLStorage):
 
     def delete_user(self, user_id: int) -> int:
         n = super().delete_user(user_id)
-        # The WAL still holds the pages as they were before: copy them into the database (where
-        # secure_delete zeroed the rows) and empty it, so no copy of the user is left in a file.
-        # Best effort, waiting at most a second: a reader in a long snapshot keeps its pages.
+        self._flush_deleted()
+        return n
+
+    def delete_memories(
+        self, user_id: int, rowids: Sequence[int], scrub_dates: Iterable[str] | None = None
+    ) -> int:
+        n = super().delete_memories(user_id, rowids, scrub_dates)
+        self._flush_deleted()
+        return n
+
+    def replace_user(
+        self,
+        name: str,
+        extra: dict[str, Any],
+        memories: Sequence[Memory],
+        embedded: Sequence[int],
+        vectors: np.ndarray | None,
+        encoder: str,
+    ) -> UserRecord:
+        user = super().replace_user(name, extra, memories, embedded, vectors, encoder)
+        self._flush_deleted()  # the replaced memories
+        return user
+
+    def delete_archived(self, user_id: int) -> int:
+        n = super().delete_archived(user_id)
+        if n:
+            self._flush_deleted()
+        return n
+
+    def _flush_deleted(self) -> None:
+        """After a deletion: the WAL still holds the pages as they were before (the deleted
+        rows, and the lexical snapshot and vector blocks that held their words and vectors):
+        copy them into the database (where secure_delete zeroed the rows) and empty it, so no
+        copy of what was deleted is left in a file. Best effort, waiting at most a second: a
+        reader in a long snapshot keeps its pages."""
         conn = self._conn()
         with contextlib.suppress(sqlite3.Error):
             conn.execute("PRAGMA busy_timeout = 1000")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
-        return n
 
     def close(self) -> None:
         with self._conns_lock:
-            for conn in self._all_conns:
+            for _, conn in self._all_conns:
                 with contextlib.suppress(sqlite3.Error):
                     conn.close()
             self._all_conns.clear()

@@ -5,10 +5,12 @@ gives, with views handed out earlier unchanged."""
 from __future__ import annotations
 
 import datetime as dt
+import threading
+import types
 
 import numpy as np
 
-from memory_bank.cold import _appended
+from memory_bank.cold import ColdTier, _appended
 from memory_bank.config import SELECTIVE_FORGETTING
 
 
@@ -60,7 +62,9 @@ def test_a_reply_that_revives_a_forgotten_memory_updates_the_set_without_recompu
     computed = []
     real = bank._forget_columns
     monkeypatch.setattr(bank, "_forget_columns", lambda *a, **kw: computed.append(1) or real(*a, **kw))
-    bank.add_turn("Ann", "Miso also likes salmon.", "Noted!", at=f"{now}T10:00", recalled=[h.memory for h in hits])
+    bank.add_turn(
+        "Ann", "Miso also likes salmon.", "Noted!", at=f"{now}T10:00", recalled=[h.memory for h in hits]
+    )
     bank.search("Ann", "what does Miso like", k=2, now=now)
     assert computed == []  # the revive was applied to the cached set
     rec = bank.user("Ann")
@@ -117,3 +121,42 @@ def test_a_write_between_the_early_read_and_the_build_is_not_missed(make_bank, m
     hits = restarted.search("Ann", "my parrot Kiwi", k=1, now=now)
     assert hits and "Kiwi" in hits[0].memory.text
     assert not hits[0].memory.archived  # live: a set computed from the early read would have missed it
+
+
+def test_two_searches_growing_the_set_at_once_keep_each_others_views() -> None:
+    """Two threads (two chat tabs of one user) grow one cached set at once: the later one used
+    to write its new rowids into the buffer the other had just handed out (a view of it showed
+    [1, 2, 3, 4, 10, 10]) and store a set without memory 9, which then counted as forgotten on
+    every later search that day."""
+    cold = ColdTier(types.SimpleNamespace(user_counters=None), lambda: "hashing", lambda: 4, max_users=4)  # type: ignore[arg-type]
+    live = np.array([1, 2, 3], dtype=np.int64)
+    cold.live_rowids(7, (1, 0, 0), "2023-05-01", lambda: (live, 3))
+    grown = cold.live_rowids(7, (2, 0, 0), "2023-05-01", lambda: (live, 3), lambda after: (np.array([4]), 4))
+    assert grown.tolist() == [1, 2, 3, 4]  # now a view of a buffer with room
+    slow_started, fast_done = threading.Event(), threading.Event()
+
+    def slow_added(after: int) -> tuple[np.ndarray, int]:  # reads its new turns, then stalls
+        slow_started.set()
+        assert fast_done.wait(10)
+        return np.array([10], dtype=np.int64), 10
+
+    views: dict[str, np.ndarray] = {}
+    slow = threading.Thread(
+        target=lambda: views.update(
+            slow=cold.live_rowids(7, (3, 0, 0), "2023-05-01", lambda: (live, 3), slow_added)
+        )
+    )
+    slow.start()
+    assert slow_started.wait(10)
+    views["fast"] = cold.live_rowids(
+        7, (4, 0, 0), "2023-05-01", lambda: (live, 3), lambda after: (np.array([9, 10], dtype=np.int64), 10)
+    )
+    fast_then = views["fast"].tolist()
+    fast_done.set()
+    slow.join(10)
+    assert fast_then == [1, 2, 3, 4, 9, 10] and views["fast"].tolist() == fast_then
+    assert views["slow"].tolist() in ([1, 2, 3, 4, 10], [1, 2, 3, 4, 9, 10])
+    later = cold.live_rowids(
+        7, (5, 0, 0), "2023-05-01", lambda: (live, 3), lambda after: (np.zeros(0, dtype=np.int64), after)
+    )
+    assert 9 in later.tolist() and 10 in later.tolist()

@@ -283,3 +283,27 @@ def test_many_threads_on_two_servers(make_bank) -> None:  # type: ignore[no-unty
     for u in ("user0", "user1", "user2"):
         turns = banks[1].history(u)
         assert len(turns) == 30 and len({(m.date, m.turn) for m in turns}) == 30
+
+
+def test_partition_builds_on_short_lived_threads_leave_no_connections_open(make_bank, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A partition's first build reads its lexical snapshot on a thread of its own; each such
+    thread used to leave an SQLite connection (two file handles) open until the store closed, so
+    a server whose LRU kept rebuilding partitions ran out of file descriptors (99 connections
+    after 100 searches alternating two users with room for one)."""
+    import os
+
+    import memory_bank.index as index_module
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("counts open file descriptors through /proc/self/fd (Linux)")
+    monkeypatch.setattr(index_module, "SNAPSHOT_MIN", 1)  # every build stores, then reads, one
+    bank = make_bank(max_cached_users=1)
+    for user in ("Ann", "Bob"):
+        for i in range(3):
+            bank.add_turn(user, f"{user} talks about topic {i}", "ok", at=f"2023-05-01T10:0{i}")
+    for user in ("Ann", "Bob"):
+        bank.search(user, "topic")  # snapshots stored, connections of this thread open
+    before = len(os.listdir("/proc/self/fd"))
+    for i in range(40):
+        assert bank.search("Ann" if i % 2 else "Bob", "topic", k=1)  # a build from the snapshot each
+    assert len(os.listdir("/proc/self/fd")) - before < 10  # before the fix: about 80 more

@@ -3,6 +3,7 @@ ranks exactly as a partition built from the texts, and never outlives the words 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import Any
 
@@ -140,6 +141,32 @@ def test_evicted_partitions_rebuilt_from_snapshots_open_no_connection_each(make_
         assert len(conns) <= 2
     restarted.close()
     assert restarted._cache._snapshot_reader is None
+
+
+def test_a_snapshot_that_parses_but_does_not_fit_together_is_rebuilt(make_bank) -> None:  # type: ignore[no-untyped-def]
+    """Arrays that disagree (a writer's bug, a row edited by hand) made every search of the user
+    fail on an index out of range, or rank with another memory's postings, and the failing build
+    never replaced them: they are refused like garbage."""
+    bank = make_bank()
+    _fill(bank)
+    expected = _ranks(bank)
+    uid = bank.user("Ann").id
+    epoch = bank._cache.get(uid).epoch
+    good = LexicalSnapshot.from_bytes(_stored(bank) or b"")
+    damaged = {
+        "lengths": good.lengths[:-3],
+        "unanswered": good.unanswered[:-1],
+        "pos": good.pos + 1000,
+        "starts": good.starts[::-1].copy(),
+        "rowids": np.concatenate([good.rowids[:1], good.rowids[:-1]]),
+        "user_starts": good.user_starts + 1,
+    }
+    for field, value in damaged.items():
+        data = dataclasses.replace(good, **{field: value}).to_bytes()
+        with pytest.raises(ValueError, match="not a lexical snapshot"):
+            LexicalSnapshot.from_bytes(data)
+        assert bank.storage.put_lexical_snapshot(uid, bank.encoder_name, TOKENIZER_VERSION, epoch, data)
+        assert _ranks(make_bank()) == expected, field
 
 
 def test_a_snapshot_of_another_tokenizer_is_not_used(make_bank, monkeypatch) -> None:  # type: ignore[no-untyped-def]

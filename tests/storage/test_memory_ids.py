@@ -80,3 +80,18 @@ def test_two_imports_of_one_user_at_once_take_turns(make_bank) -> None:  # type:
         t.join()
     assert errors == []
     assert [m.query for m in banks[0].history("Ann")] in (["import 0"], ["import 1"])  # one whole import
+
+
+def test_a_reply_recalling_a_memory_deleted_meanwhile_reinforces_nothing(make_bank) -> None:  # type: ignore[no-untyped-def]
+    """The reply used the user's latest memory, which the user deleted while it was written:
+    SQLite gave the new turn that memory's rowid, and the new turn was reinforced (strength 2,
+    recalled on the day it was said) in its own transaction."""
+    bank = make_bank()
+    bank.add_turn("Ann", "I like tea", "ok", at="2023-05-01T10:00")
+    bank.add_turn("Ann", "my cat is called Miso", "cute", at="2023-05-01T11:00")
+    used = [h.memory for h in bank.search("Ann", "cat Miso", k=1)]
+    bank.delete_memory("Ann", used[0].memory_id)  # in another tab, during the reply
+    new = bank.add_turn("Ann", "we moved to Lyon", "nice", at="2023-05-09T12:00", recalled=used)
+    stored = {m.memory_id: m for m in bank.history("Ann")}
+    assert (stored[new.memory_id].strength, stored[new.memory_id].last_recall_date) == (1, None)
+    assert [m.strength for m in stored.values()] == [1, 1]

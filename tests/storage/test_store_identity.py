@@ -164,6 +164,38 @@ def test_deleting_a_user_leaves_no_copy_in_any_store_file(tmp_path) -> None:  # 
     bank.close()
 
 
+@pytest.mark.parametrize("how", ["delete", "purge", "import"])
+def test_deleting_one_memory_leaves_no_copy_in_any_store_file(tmp_path, monkeypatch, how: str) -> None:  # type: ignore[no-untyped-def]
+    """Only a user's deletion emptied the WAL: a deleted memory's words stayed in it (its row, and
+    the lexical snapshot and vector blocks that held them) until SQLite's next checkpoint."""
+    import memory_bank.index as index_module
+    from memory_bank import vector_blocks
+
+    monkeypatch.setattr(vector_blocks, "BLOCK", 8)
+    monkeypatch.setattr(index_module, "SEAL_MIN", 8)
+    monkeypatch.setattr(index_module, "SNAPSHOT_MIN", 1)
+    store = tmp_path / "s"
+    bank = MemoryBank.open(store, encoder_instance=HashingEncoder(16))
+    for i in range(30):
+        bank.add_turn("Ann", f"an ordinary turn {i}", "ok", at="2023-05-01T10:00")
+    secret = bank.add_turn("Ann", "my secret diary entry zq7x", "ok", at="2023-05-01T11:00")
+    other = MemoryBank.open(store, encoder_instance=HashingEncoder(16))  # the server keeps running
+    assert other.search("Ann", "diary zq7x", k=1)[0].memory.memory_id == secret.memory_id
+    if how == "delete":
+        bank.delete_memory("Ann", secret.memory_id)
+    elif how == "purge":
+        bank.archive("Ann", [secret.memory_id], hidden=False)
+        assert bank.purge_archived("Ann") == 1
+    else:
+        bank.import_user("Ann", [m for m in bank.history("Ann") if m.memory_id != secret.memory_id], {})
+    assert all(h.memory.memory_id != secret.memory_id for h in other.search("Ann", "diary zq7x", k=3))
+    for p in store.iterdir():
+        assert b"zq7x" not in p.read_bytes(), p.name
+    assert len(other.history("Ann")) == 30
+    other.close()
+    bank.close()
+
+
 _READ_ONLY = """
 import json, os, sys, tempfile
 from memory_bank.cli import main

@@ -205,6 +205,28 @@ def test_a_damaged_block_is_read_from_its_rows_in_its_place(make_bank, monkeypat
             _same(got, storage._row_vectors(uid, enc, RETRIEVABLE_KINDS, after, upto, archived, False))
 
 
+def test_a_block_whose_rowids_repeat_or_leave_its_range_is_read_from_rows(make_bank) -> None:  # type: ignore[no-untyped-def]
+    """Rowids that read but are out of order, repeated or outside the block's range gave one
+    memory two positions: every search of the user after a restart failed (the snapshot and the
+    vectors disagree), and the block was never rewritten. Such a block is read from its rows."""
+    bank = make_bank()
+    _fill(bank)
+    expected = _ranks(bank)  # seals, and stores the snapshot
+    uid = bank.user("Ann").id
+    storage = bank.storage
+    assert isinstance(storage, SQLStorage)
+    first, _, raw, _ = _blocks(storage, uid)[1]
+    ids = np.frombuffer(bytes(raw), dtype="<i8")
+    for bad in (np.concatenate([ids[:1], ids[:-1]]), ids[::-1], ids - 1, ids + 1):
+        storage._write(
+            lambda c, bad=bad: c.execute(
+                "UPDATE vector_blocks SET rowids = ? WHERE user_id = ? AND first_rowid = ?",
+                (bad.astype("<i8").tobytes(), uid, first),
+            )
+        )
+        assert _ranks(make_bank()) == expected
+
+
 def test_a_streamed_load_keeps_no_block_bytes() -> None:
     """Each block's vectors are copied into the load's matrix and nothing keeps the block: at a
     million memories keeping them held 1.46 GB more, faulted in on the way (395k page faults)."""

@@ -1,0 +1,59 @@
+"""Another server re-embeds the store with another encoder (``memorybank reembed``) while this
+one runs: this one used to keep its old encoder, so its searches read vectors the store no
+longer had (nothing found, no error) and its new turns got vectors no search of the store's
+encoder finds. Now a bank that follows the store's encoder follows the switch, and one whose
+encoder was asked for by name says so and writes nothing. On both backends."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_bank import MemoryBank, load_config
+from memory_bank.embeddings import HashingEncoder
+from memory_bank.errors import EncoderMismatchError
+
+
+def _texts(bank: MemoryBank, query: str) -> list[str]:
+    return [r.memory.text for r in bank.search("Ann", query, k=2) if r.score > 0]
+
+
+def test_a_running_server_follows_another_servers_reembed(make_bank, stores, clock) -> None:  # type: ignore[no-untyped-def]
+    make_bank().add_turn("Ann", "I adopted a cat named Miso", "lovely", at="2023-05-01T10:00")
+    follower = MemoryBank(load_config(None, store=stores.spec), storage=stores(), clock=clock)
+    assert _texts(follower, "cat Miso") == ["I adopted a cat named Miso\nlovely"]  # hashing-64
+    switcher = make_bank(encoder=HashingEncoder(32))
+    assert switcher.reembed() == 1
+    assert _texts(follower, "cat Miso") == ["I adopted a cat named Miso\nlovely"]
+    assert follower.encoder_name == "hashing-32"
+    follower.add_turn("Ann", "my sister Anna lives in Lyon", "nice", at="2023-05-02T10:00")
+    for bank in (switcher, make_bank(encoder=HashingEncoder(32))):  # running, and restarted
+        assert _texts(bank, "sister Anna Lyon")[:1] == ["my sister Anna lives in Lyon\nnice"]
+
+
+def test_a_server_whose_encoder_was_named_refuses_after_a_reembed(make_bank) -> None:  # type: ignore[no-untyped-def]
+    named = make_bank()  # given hashing-64 by instance
+    named.add_turn("Ann", "I adopted a cat named Miso", "lovely", at="2023-05-01T10:00")
+    assert _texts(named, "cat Miso")
+    make_bank(encoder=HashingEncoder(32)).reembed()
+    with pytest.raises(EncoderMismatchError, match="hashing-32"):
+        named.search("Ann", "cat Miso")
+    with pytest.raises(EncoderMismatchError, match="reembed"):
+        named.add_turn("Ann", "my sister Anna lives in Lyon", "nice", at="2023-05-02T10:00")
+    assert [m.text for m in named.history("Ann")] == ["I adopted a cat named Miso\nlovely"]
+
+
+def test_a_turn_stored_with_the_old_encoder_during_a_reembed_is_embedded_too(make_bank, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    old = make_bank()
+    old.add_turn("Ann", "I adopted a cat named Miso", "lovely", at="2023-05-01T10:00")
+    switcher = make_bank(encoder=HashingEncoder(32))
+    set_meta = switcher.storage.set_meta
+
+    def meanwhile(values, **kw):  # type: ignore[no-untyped-def]  # the old server writes before the switch
+        old.add_turn("Ann", "my sister Anna lives in Lyon", "nice", at="2023-05-02T10:00")
+        set_meta(values, **kw)
+
+    monkeypatch.setattr(switcher.storage, "set_meta", meanwhile)
+    assert switcher.reembed() == 2
+    assert _texts(make_bank(encoder=HashingEncoder(32)), "sister Anna Lyon")[:1] == [
+        "my sister Anna lives in Lyon\nnice"
+    ]
