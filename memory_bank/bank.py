@@ -509,17 +509,22 @@ class MemoryBank:
         return memory
 
     def _with_rowids(self, rec: UserRecord, memories: Sequence[Memory]) -> list[Memory]:
-        """``memories`` with their rowids: those read without one are looked up by id (and
-        left out if the user no longer has them)."""
-        missing = {m.memory_id for m in memories if m.rowid is None}
-        if not missing:
-            return list(memories)
-        found = {m.memory_id: m for m in self.storage.memories_by_ids(rec.id, missing)}
-        return [
-            m if m.rowid is not None else found[m.memory_id]
-            for m in memories
-            if m.rowid or m.memory_id in found
-        ]
+        """``memories`` as the user has them now, with their rowids, looked up by id (one
+        query): a chat reply's memories were read before the reply was written, and one
+        deleted meanwhile is left out. Its rowid is not trusted: SQLite gives a deleted
+        latest memory's rowid to the next one stored (another tab's turn), which would be
+        reinforced in its place. Memory ids are never reused."""
+        if not memories:
+            return []
+        found = {
+            m.memory_id: m for m in self.storage.memories_by_ids(rec.id, {m.memory_id for m in memories})
+        }
+        out = []
+        for m in memories:
+            now = found.get(m.memory_id)
+            if now is not None:
+                out.append(m if m.rowid == now.rowid else now)
+        return out
 
     def add_memories(
         self,

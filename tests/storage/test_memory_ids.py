@@ -95,3 +95,9 @@ def test_a_reply_recalling_a_memory_deleted_meanwhile_reinforces_nothing(make_ba
     stored = {m.memory_id: m for m in bank.history("Ann")}
     assert (stored[new.memory_id].strength, stored[new.memory_id].last_recall_date) == (1, None)
     assert [m.strength for m in stored.values()] == [1, 1]
+    # Another tab's turn took the deleted memory's rowid before this reply was stored.
+    used = [h.memory for h in bank.search("Ann", "moved Lyon", k=1)]
+    bank.delete_memory("Ann", used[0].memory_id)
+    other = bank.add_turn("Ann", "a turn of another tab", "ok", at="2023-05-09T13:00")
+    bank.add_turn("Ann", "we found a flat", "great", at="2023-05-09T14:00", recalled=used)
+    assert [m.strength for m in bank.history("Ann")] == [1, 1, 1], other.memory_id
