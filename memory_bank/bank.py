@@ -650,6 +650,8 @@ class MemoryBank:
             self.storage.mark_stale(
                 rec.id, [MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY], [target.date]
             )
+        if text is not None:
+            self.storage.scrub()  # the words replaced are not kept in a file either
         return memory
 
     def delete_memory(self, user: str, memory_id: str) -> Memory:

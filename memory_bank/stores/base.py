@@ -314,6 +314,12 @@ class Storage(abc.ABC):
         (a :data:`memory_bank.text.TOKENIZER_VERSION`), or ``None``."""
         return None
 
+    def scrub(self) -> None:
+        """After a write that overwrote a memory's words: leave no earlier copy of them in a
+        file where the backend keeps one (SQLite's write-ahead log). Best effort; a backend
+        that keeps none has nothing to do."""
+        return None
+
     def has_lexical_snapshot(self, user_id: int, encoder: str, tokenizer: str) -> bool:
         """Whether :meth:`lexical_snapshot` would return one (without reading it)."""
         return self.lexical_snapshot(user_id, encoder, tokenizer) is not None

@@ -312,6 +312,9 @@ class SQLiteStorage(SQLStorage):
             self._flush_deleted()
         return n
 
+    def scrub(self) -> None:
+        self._flush_deleted()
+
     def _flush_deleted(self) -> None:
         """After a deletion: the WAL still holds the pages as they were before (the deleted
         rows, and the lexical snapshot and vector blocks that held their words and vectors):

@@ -164,7 +164,7 @@ def test_deleting_a_user_leaves_no_copy_in_any_store_file(tmp_path) -> None:  # 
     bank.close()
 
 
-@pytest.mark.parametrize("how", ["delete", "purge", "import"])
+@pytest.mark.parametrize("how", ["delete", "purge", "import", "edit"])
 def test_deleting_one_memory_leaves_no_copy_in_any_store_file(tmp_path, monkeypatch, how: str) -> None:  # type: ignore[no-untyped-def]
     """Only a user's deletion emptied the WAL: a deleted memory's words stayed in it (its row, and
     the lexical snapshot and vector blocks that held them) until SQLite's next checkpoint."""
@@ -186,12 +186,15 @@ def test_deleting_one_memory_leaves_no_copy_in_any_store_file(tmp_path, monkeypa
     elif how == "purge":
         bank.archive("Ann", [secret.memory_id], hidden=False)
         assert bank.purge_archived("Ann") == 1
+    elif how == "edit":  # the user corrects it: the old words must go too
+        bank.update_memory("Ann", secret.memory_id, text="my diary entry, rewritten")
     else:
         bank.import_user("Ann", [m for m in bank.history("Ann") if m.memory_id != secret.memory_id], {})
-    assert all(h.memory.memory_id != secret.memory_id for h in other.search("Ann", "diary zq7x", k=3))
+    if how != "edit":
+        assert all(h.memory.memory_id != secret.memory_id for h in other.search("Ann", "diary zq7x", k=3))
     for p in store.iterdir():
         assert b"zq7x" not in p.read_bytes(), p.name
-    assert len(other.history("Ann")) == 30
+    assert len(other.history("Ann")) == (31 if how == "edit" else 30)
     other.close()
     bank.close()
 
