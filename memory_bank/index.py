@@ -14,9 +14,11 @@ for every query (154 MB at 100,000 memories of 384 dimensions: 10-20 ms), so the
 keeps a product-quantised code of every memory (:mod:`memory_bank.dense_codes`, 48 bytes at 384
 dimensions), finds the :func:`rescore_size` memories whose codes score best and re-scores those
 exactly. The codebook is trained once, when a partition first needs codes, and is saved with the
-codes in the lexical snapshot, so a restart neither trains nor encodes. The recall against exact
-search is measured by ``memorybank bench`` and ``scripts/bench_recall.py`` (real queries; see
-:data:`RESCORE_SQRT`).
+codes in the lexical snapshot, so a restart neither trains nor encodes. From
+:data:`LIST_SEARCH_LIMIT` memories the codes are also grouped in inverted lists and a query
+scans only the lists nearest to it (:mod:`memory_bank.dense_lists`), so the first stage stops
+growing with the partition. The recall against exact search is measured by ``memorybank bench``
+and ``scripts/bench_recall.py`` (real queries; see :data:`RESCORE_SQRT`).
 
 FAISS is used directly rather than through LangChain's ``FAISS`` vector store: that class keeps a
 second copy of every text in an in-memory docstore, persists through pickle, and has no notion of
@@ -62,6 +64,9 @@ RESCORE = 512
 RESCORE_SQRT = 4.5
 #: Approximate partitions with at least this many memories also group their dense codes in
 #: inverted lists and scan only the lists nearest to the query (:mod:`memory_bank.dense_lists`).
+#: Below it the lists do not pay: at 33k and 53k memories they measured no faster than the flat
+#: scan (and at 12k lost recall), while learning them costs a few seconds once
+#: (``scripts/bench_recall.py --list-limit``, ``docs/perf/scale.md``, round 7).
 LIST_SEARCH_LIMIT = 65_536
 
 

@@ -43,12 +43,15 @@ def measure(
     qv: np.ndarray,
     factors: list[float],
     modes: list[int | None],
+    list_limit: int | None = None,
 ) -> list[dict[str, Any]]:
     """The recall and dense search time at the user's first memories up to rowid ``upto``, for
     each ``RESCORE_SQRT`` in ``factors`` (the rescoring rule's growth with the partition) and
     each mode: ``None`` scans every code, a number probes that many inverted lists (0: as many
     as :func:`memory_bank.dense_lists.probe_count` says)."""
     part = Partition(bank.encoder.dim)
+    if list_limit is not None:
+        part.list_limit = list_limit
     t = time.process_time()
     part.add(bank.storage.vectors(uid, bank.encoder_name, RETRIEVABLE_KINDS, 0, upto_rowid=upto))
     build_s = time.process_time() - t
@@ -70,7 +73,7 @@ def measure(
         if mode is not None and not has_lists:
             continue
         part.set_list_limit(list_limit if mode is not None else len(part) + 1)
-        lists_module.probe_count = default_probes if not mode else (lambda nlist, n, p=mode: min(nlist, p))  # type: ignore[misc]
+        lists_module.probe_count = default_probes if not mode else (lambda nlist, p=mode: min(nlist, p))  # type: ignore[misc]
         lists = part.dense_codes.lists if part.dense_codes is not None else None
         for factor in factors:
             index_module.RESCORE_SQRT = factor
@@ -87,7 +90,7 @@ def measure(
                 "approximate": part.approximate,
                 "ivf": lists is not None,
                 "nlist": None if lists is None else lists.nlist,
-                "nprobe": None if lists is None else lists_module.probe_count(lists.nlist, len(part)),
+                "nprobe": None if lists is None else lists_module.probe_count(lists.nlist),
                 "rescore_sqrt": factor,
                 "rescored": rescore_size(len(part)),
                 "recall_at_5": sum(len(set(a) & set(e)) for a, e in pairs) / max(1, sum(len(e) for e in exact)),
@@ -122,6 +125,7 @@ def main() -> None:
         default="both",
         help="scan through the lists, every code, or both",
     )
+    ap.add_argument("--list-limit", type=int, help="lists from this many memories (default: the library's)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     bank = MemoryBank.open(args.store)  # the default encoder; a store of another says which to pass
@@ -134,7 +138,7 @@ def main() -> None:
     factors = [float(f) for f in args.rescore_sqrt.split(",")]
     rows = []
     for upto in (int(x) for x in args.sizes.split(",")):
-        for row in measure(bank, uid, upto, queries, qv, factors, modes):
+        for row in measure(bank, uid, upto, queries, qv, factors, modes, args.list_limit):
             print(json.dumps(row), flush=True)
             rows.append(row)
     bank.close()
