@@ -7,7 +7,6 @@ ones, and a snapshot with damaged lists is never searched."""
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 from typing import Any
 
 import faiss
@@ -17,31 +16,17 @@ import pytest
 import memory_bank.dense_lists as lists_module
 import memory_bank.index as index_module
 from memory_bank import MemoryBank
-from memory_bank.bench.data import DialogGenerator, synth_vectors
-from memory_bank.bench.systems import turn_memories
+from memory_bank.bench.data import synth_vectors
 from memory_bank.dense_codes import DenseCodes
 from memory_bank.dense_lists import DenseLists, assign, list_count, train_centroids
 from memory_bank.index import Partition
 from memory_bank.lexical_snapshot import LexicalSnapshot
-from memory_bank.retrieval import rank
 from memory_bank.stores import VectorBatch
 from memory_bank.text import TOKENIZER_VERSION
+from tests.storage.test_dense_codes import N, _batch, _fill, _pool, _stored
+from tests.storage.test_dense_codes import _ranks as _codes_ranks
 
-DIM = 64
-N = 1600  # partitions of this size search lists once the limits below are set
-
-
-def _pool(dim: int = DIM, seed: int = 1) -> np.ndarray:
-    pool = np.random.default_rng(seed).standard_normal((64, dim)).astype(np.float32)
-    return pool / np.linalg.norm(pool, axis=1, keepdims=True)
-
-
-def _batch(vecs: np.ndarray, start: int = 1) -> VectorBatch:
-    n = len(vecs)
-    return VectorBatch(
-        np.arange(start, start + n), vecs, [f"memory {i}" for i in range(n)], ["turn"] * n,
-        [f"2023-05-{1 + i % 28:02d}" for i in range(n)], list(range(n)), None, None,
-    )  # fmt: skip
+DIM = 64  # N (1,600 memories) partitions search lists once the limits below are set
 
 
 def _listed(limit: int = 1200) -> Partition:
@@ -96,7 +81,7 @@ def test_lists_filled_from_codes_hold_what_faiss_would_add_and_appending_equals_
 
 
 def test_lists_refuse_numbers_and_centroids_that_do_not_fit() -> None:
-    vecs = synth_vectors(_pool(), 2000, seed=3)
+    vecs = synth_vectors(_pool(DIM), 2000, seed=3)
     codes = DenseCodes.train(vecs)
     centroids = train_centroids(vecs, 16)
     numbers = assign(centroids, vecs)
@@ -111,12 +96,12 @@ def test_lists_refuse_numbers_and_centroids_that_do_not_fit() -> None:
 
 
 def test_a_listed_partition_ranks_near_exact_and_switches_between_lists_and_the_flat_scan() -> None:
-    vecs = synth_vectors(_pool(), N, seed=4)
+    vecs = synth_vectors(_pool(DIM), N, seed=4)
     part = _listed()
     part.add(_batch(vecs))
     codes = part.dense_codes
     assert codes is not None and codes.lists is not None and part.codes_trained
-    queries = synth_vectors(_pool(), N + 20, seed=6)[N:]
+    queries = synth_vectors(_pool(DIM), N + 20, seed=6)[N:]
     listed = [part.dense_top(q, 10)[0].tolist() for q in queries]
     part.set_exact_limit(N)
     exact = [part.dense_top(q, 10)[0].tolist() for q in queries]
@@ -132,7 +117,7 @@ def test_a_listed_partition_ranks_near_exact_and_switches_between_lists_and_the_
 
 
 def test_new_memories_join_their_nearest_list_and_a_partition_grown_4x_learns_new_lists() -> None:
-    vecs = synth_vectors(_pool(), 4 * N, seed=7)
+    vecs = synth_vectors(_pool(DIM), 4 * N, seed=7)
     part = _listed()
     part.add(_batch(vecs[:1300]))
     codes = part.dense_codes
@@ -152,7 +137,7 @@ def test_new_memories_join_their_nearest_list_and_a_partition_grown_4x_learns_ne
 
 
 def test_snapshot_lists_round_trip_restrict_and_refuse_damage() -> None:
-    vecs = synth_vectors(_pool(), N, seed=8)
+    vecs = synth_vectors(_pool(DIM), N, seed=8)
     part = _listed()
     part.add(_batch(vecs))
     snap = LexicalSnapshot.from_bytes(part.lexical_snapshot().to_bytes())
@@ -198,30 +183,10 @@ def _subset(vecs: np.ndarray, rowids: np.ndarray) -> VectorBatch:
     )  # fmt: skip
 
 
-def _fill(bank: MemoryBank, n: int = N) -> None:
-    rec = bank.user("Ann", create=True)
-    turns = DialogGenerator(3).turns(n, per_day=10)
-    mems = turn_memories("Ann", turns)
-    vecs = bank.encoder.encode([m.text for m in mems])
-    bank.storage.add_memories(rec.id, mems, vecs, bank.encoder_name)
-
-
-QUERIES = ["Where did my sister go hiking?", "How was the concert?", "我的猫叫什么名字？", "What did I cook?"]
-
-
 def _ranks(bank: MemoryBank) -> list[tuple[list[int], list[float]]]:
     part = bank._cache.get(bank.user("Ann").id)
     assert part.dense_codes is not None and part.dense_codes.lists is not None
-    out = []
-    for q in QUERIES:
-        r = rank(part, q, bank.encoder.encode([q])[0], 8, bank.config.retrieval, now=dt.date(2024, 1, 1))
-        out.append((part.rowids[r.positions].tolist(), r.scores.tolist()))
-    return out
-
-
-def _stored(bank: MemoryBank) -> LexicalSnapshot | None:
-    data = bank.storage.lexical_snapshot(bank.user("Ann").id, bank.encoder_name, TOKENIZER_VERSION)
-    return None if data is None else LexicalSnapshot.from_bytes(data)
+    return _codes_ranks(bank)
 
 
 @pytest.fixture
