@@ -23,6 +23,8 @@ from __future__ import annotations
 import faiss
 import numpy as np
 
+from memory_bank.dense_lists import DenseLists
+
 #: Dimensions per sub-quantizer (16 centroids each, 4 bits a code).
 SUB_DIM = 4
 _KSUB = 16
@@ -55,8 +57,10 @@ def codebook_size(dim: int) -> int:
 class DenseCodes:
     """The codes of positions ``[0, len)`` of a partition, searchable by a query vector."""
 
-    def __init__(self, dim: int, codebook: np.ndarray, codes: np.ndarray) -> None:
-        """Codes ``codes`` (``len x code_size(dim)`` bytes) made with ``codebook``."""
+    def __init__(self, dim: int, codebook: np.ndarray, codes: np.ndarray, scan: bool = True) -> None:
+        """Codes ``codes`` (``len x code_size(dim)`` bytes) made with ``codebook``; without
+        ``scan`` the flat scan's index is made only when a search needs it (inverted lists are
+        about to hold the codes: see :meth:`use_lists`)."""
         codebook = np.ascontiguousarray(codebook, dtype=np.float32).reshape(-1)
         codes = np.ascontiguousarray(codes, dtype=np.uint8)
         if codebook.size != codebook_size(dim) or codes.ndim != 2 or codes.shape[1] != code_size(dim):
@@ -67,7 +71,8 @@ class DenseCodes:
         self._pq.is_trained = True
         self._raw = codes  # rows [0, _n) in use, with room for appends
         self._n = len(codes)
-        self._index = self._fast_scan()
+        self._lists: DenseLists | None = None
+        self._index: faiss.IndexPQFastScan | None = self._fast_scan() if scan else None
 
     def _fast_scan(self) -> faiss.IndexPQFastScan:
         """The fast-scan index of the codes held: FAISS packs them from an ``IndexPQ`` holding them."""
@@ -81,8 +86,9 @@ class DenseCodes:
         return index
 
     @classmethod
-    def train(cls, vectors: np.ndarray) -> DenseCodes:
-        """Learn a codebook from ``vectors`` (an evenly spaced sample of them) and encode them all.
+    def train(cls, vectors: np.ndarray, scan: bool = True) -> DenseCodes:
+        """Learn a codebook from ``vectors`` (an evenly spaced sample of them) and encode them all
+        (``scan``: as in the constructor).
 
         FAISS runs the k-means on as many threads as OpenMP allows; a caller on a busy machine
         limits them (one thread: 0.5 s at 384 dimensions; two contended ones measured 3-15 s)."""
@@ -94,7 +100,7 @@ class DenseCodes:
         pq.cp.niter = TRAIN_ITERATIONS
         pq.train(_padded(vectors[pick]))
         codebook = faiss.vector_to_array(pq.centroids)
-        return cls(dim, codebook, _encode(pq, vectors))
+        return cls(dim, codebook, _encode(pq, vectors), scan)
 
     @property
     def codebook(self) -> np.ndarray:
@@ -108,6 +114,37 @@ class DenseCodes:
     def __len__(self) -> int:
         return self._n
 
+    @property
+    def lists(self) -> DenseLists | None:
+        """The inverted lists searches read (``None``: they scan every code)."""
+        return self._lists
+
+    def use_lists(self, lists: DenseLists | None) -> None:
+        """Search through ``lists`` (of these codes), or scan every code again (``None``). The
+        flat scan's packed copy of the codes is dropped while lists hold them."""
+        if lists is not None and len(lists) != self._n:
+            raise ValueError(f"inverted lists of {len(lists)} codes do not fit {self._n}")
+        self._lists = lists
+        self._index = None if lists is not None else self._fast_scan()
+
+    def train_lists(self, vectors: np.ndarray) -> DenseLists:
+        """Learn inverted lists for these codes from their ``vectors`` (see :mod:`memory_bank.dense_lists`)."""
+        return DenseLists.train(_padded(vectors), self.codebook, self.codes)
+
+    def stored_lists(
+        self, centroids: np.ndarray, lists: np.ndarray, trained_at: int, vectors: np.ndarray
+    ) -> DenseLists:
+        """Inverted lists from stored ``centroids`` and the list numbers of the first positions;
+        the positions after them (``vectors``, the last of these codes) join their nearest list."""
+        head = len(lists)
+        if head + len(vectors) != self._n:
+            raise ValueError(f"stored lists of {head} codes and {len(vectors)} more do not fit {self._n}")
+        made = DenseLists(
+            padded_dim(self.dim), self.codebook, centroids, self.codes[:head], lists, trained_at
+        )
+        made.add(_padded(vectors), self.codes)
+        return made
+
     def add(self, vectors: np.ndarray) -> None:
         """Encode ``vectors`` and append them at the next positions."""
         if not len(vectors):
@@ -120,13 +157,20 @@ class DenseCodes:
             self._raw = grown
         self._raw[self._n : need] = codes
         self._n = need
-        if len(codes) > need // 8:  # many at once: repack from the codes rather than encode again
-            self._index = self._fast_scan()
+        if self._lists is not None:
+            self._lists.add(_padded(vectors), self.codes)
+        elif self._index is None or len(codes) > need // 8:  # many at once: repack, not encode again
+            self._index = None
         else:
             self._index.add(_padded(vectors))
 
     def search(self, query: np.ndarray, r: int) -> np.ndarray:
-        """The ``r`` positions whose codes score best against ``query`` (best first)."""
+        """The ``r`` positions whose codes score best against ``query`` (best first): of the
+        lists nearest to it where there are lists, else of every code."""
+        if self._lists is not None:
+            return self._lists.search(_padded(query.reshape(1, -1)), r)
+        if self._index is None:
+            self._index = self._fast_scan()
         _, ids = self._index.search(_padded(query.reshape(1, -1)), min(r, self._n))
         found = ids[0]
         return found[found >= 0].astype(np.int64)

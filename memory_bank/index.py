@@ -14,9 +14,11 @@ for every query (154 MB at 100,000 memories of 384 dimensions: 10-20 ms), so the
 keeps a product-quantised code of every memory (:mod:`memory_bank.dense_codes`, 48 bytes at 384
 dimensions), finds the :func:`rescore_size` memories whose codes score best and re-scores those
 exactly. The codebook is trained once, when a partition first needs codes, and is saved with the
-codes in the lexical snapshot, so a restart neither trains nor encodes. The recall against exact
-search is measured by ``memorybank bench`` and ``scripts/bench_recall.py`` (real queries; see
-:data:`RESCORE_SQRT`).
+codes in the lexical snapshot, so a restart neither trains nor encodes. From
+:data:`LIST_SEARCH_LIMIT` memories the codes are also grouped in inverted lists and a query
+scans only the lists nearest to it (:mod:`memory_bank.dense_lists`), so the first stage stops
+growing with the partition. The recall against exact search is measured by ``memorybank bench``
+and ``scripts/bench_recall.py`` (real queries; see :data:`RESCORE_SQRT`).
 
 FAISS is used directly rather than through LangChain's ``FAISS`` vector store: that class keeps a
 second copy of every text in an in-memory docstore, persists through pickle, and has no notion of
@@ -39,6 +41,7 @@ import numpy as np
 from memory_bank.bm25 import Bm25Query
 from memory_bank.day_positions import DayPositions
 from memory_bank.dense_codes import MIN_TRAIN, DenseCodes
+from memory_bank.dense_lists import DenseLists
 from memory_bank.lexical_snapshot import LexicalSnapshot
 from memory_bank.stores import VectorBatch
 from memory_bank.text import is_question, tokenize
@@ -60,6 +63,12 @@ RESCORE = 512
 #: at 283k (2,392) and at 1M (4,459; 2,973 gave 99.8%, 1,982 98.8%), and the dense top 64
 #: 99.7% at 10k with 512 (``scripts/bench_recall.py``, ``docs/perf/recall-pq-round6.json``).
 RESCORE_SQRT = 4.5
+#: Approximate partitions with at least this many memories also group their dense codes in
+#: inverted lists and scan only the lists nearest to the query (:mod:`memory_bank.dense_lists`).
+#: Below it the lists do not pay: at 33k and 53k memories they measured no faster than the flat
+#: scan (and at 12k lost recall), while learning them costs a few seconds once
+#: (``scripts/bench_recall.py --list-limit``, ``docs/perf/scale.md``, round 7).
+LIST_SEARCH_LIMIT = 65_536
 
 
 def rescore_size(n: int) -> int:
@@ -83,6 +92,15 @@ class _one_thread:  # a context manager used like a function: ``with _one_thread
     def __exit__(self, *exc: object) -> None:
         if self.previous != 1:
             faiss.omp_set_num_threads(self.previous)
+
+
+#: A snapshot's inverted lists: centroids, each memory's list number, the size trained at.
+_StoredLists = tuple[np.ndarray, np.ndarray, int]
+
+
+def _stored_lists(codes: DenseCodes) -> _StoredLists | None:
+    lists = codes.lists
+    return None if lists is None else (lists.centroids, lists.lists.copy(), lists.trained_at)
 
 
 def _with_rows(buf: np.ndarray, n: int, rows: np.ndarray, spare: bool = False) -> np.ndarray:
@@ -340,10 +358,14 @@ class Partition:
         self.tiers = -1
         self.max_rowid = 0
         self.exact_limit = EXACT_SEARCH_LIMIT
+        self.list_limit = LIST_SEARCH_LIMIT
         self._codes: DenseCodes | None = None
-        # A stored codebook and the codes of the first positions (a snapshot's), until used.
-        self._stored_codes: tuple[np.ndarray, np.ndarray] | None = None
-        #: Whether this partition trained its dense codes (rather than reading stored ones).
+        # A stored codebook and the codes of the first positions (a snapshot's), with their
+        # inverted lists (centroids, list numbers, size trained at) if any, until used.
+        self._stored_codes: tuple[np.ndarray, np.ndarray, _StoredLists | None] | None = None
+        self._idle_lists: DenseLists | None = None  # set aside by set_list_limit, for reuse
+        #: Whether this partition trained its dense codes or their inverted lists (rather than
+        #: reading stored ones): then its snapshot is worth storing again.
         self.codes_trained = False
         self._days = DayPositions()
         self._years_desc: tuple[int, ...] | None = None  # sorted years, until the next add
@@ -382,10 +404,27 @@ class Partition:
             self.exact_limit = limit
             if not self._wants_codes():
                 if self._codes is not None:  # kept, so that raising the limit back trains nothing
-                    self._stored_codes = (self._codes.codebook, self._codes.codes)
+                    self._stored_codes = (self._codes.codebook, self._codes.codes, _stored_lists(self._codes))
                 self._codes = None
             elif self._codes is None:
                 self._build_codes()
+
+    def set_list_limit(self, limit: int) -> None:
+        """Search inverted lists from ``limit`` memories (e.g. to measure what they cost in recall)."""
+        with self.lock:
+            self.list_limit = limit
+            codes = self._codes
+            if codes is None:
+                return
+            if len(self) < limit:
+                if codes.lists is not None:  # kept, so that lowering the limit back trains nothing
+                    self._idle_lists = codes.lists
+                    codes.use_lists(None)
+                return
+            idle, self._idle_lists = self._idle_lists, None
+            if codes.lists is None and idle is not None and len(idle) == len(codes):
+                codes.use_lists(idle)
+            self._update_lists()
 
     def add(self, batch: VectorBatch, snapshot: LexicalSnapshot | None = None) -> None:
         """Append ``batch`` (rowids above every rowid held). With ``snapshot`` (the lexical
@@ -417,7 +456,10 @@ class Partition:
             self._user_ids = np.asarray(snapshot.user_ids, dtype=np.int32)
             self._unanswered = np.asarray(snapshot.unanswered, dtype=bool)
             if snapshot.dense_codebook is not None and snapshot.dense_codes is not None:
-                self._stored_codes = (snapshot.dense_codebook, snapshot.dense_codes)
+                lists = None
+                if snapshot.dense_centroids is not None and snapshot.dense_lists is not None:
+                    lists = (snapshot.dense_centroids, snapshot.dense_lists, snapshot.dense_lists_at)
+                self._stored_codes = (snapshot.dense_codebook, snapshot.dense_codes, lists)
         self._nbrs = _grow(self._nbrs, start + len(batch.rowids))
         self._day_ids = _grow(self._day_ids, start + len(batch.rowids))
         if start == 0:
@@ -429,6 +471,7 @@ class Partition:
         if self._codes is not None:
             with _one_thread():
                 self._codes.add(vectors)
+            self._update_lists()
         elif self._wants_codes():
             self._build_codes()
 
@@ -514,6 +557,7 @@ class Partition:
         """The lexical side of this partition, to persist (see :mod:`memory_bank.lexical_snapshot`)."""
         vocab, starts, pos, tf, lengths = self.lexical.arrays()
         n = len(self)
+        lists = None if self._codes is None else self._codes.lists
         return LexicalSnapshot(
             rowids=self.rowids.copy(),
             vocab=vocab,
@@ -526,6 +570,9 @@ class Partition:
             unanswered=self._unanswered[:n],
             dense_codebook=None if self._codes is None else self._codes.codebook,
             dense_codes=None if self._codes is None else self._codes.codes,
+            dense_centroids=None if lists is None else lists.centroids,
+            dense_lists=None if lists is None else lists.lists,
+            dense_lists_at=0 if lists is None else lists.trained_at,
         )
 
     def echo(self, positions: np.ndarray, query_tokens: Sequence[str]) -> np.ndarray:
@@ -580,22 +627,48 @@ class Partition:
 
     def _build_codes(self) -> None:
         """Dense codes of every position: from the stored codebook and codes where there are
-        some (encoding only the positions after them), else trained on the vectors."""
+        some (encoding only the positions after them), else trained on the vectors; then their
+        inverted lists, where the partition is large enough for them."""
         xb = self._xb()
         stored, self._stored_codes = self._stored_codes, None
+        lists = None
+        listed = len(xb) >= self.list_limit  # the flat scan's index would go unused
         with _one_thread():
             if stored is not None:
-                codebook, codes = stored
+                codebook, codes, lists = stored
                 try:
-                    dense = DenseCodes(self.dim, codebook, codes[: len(xb)])
+                    dense = DenseCodes(self.dim, codebook, codes[: len(xb)], scan=not listed)
                 except ValueError:  # made for another dimension: train anew
-                    pass
+                    lists = None
                 else:
                     dense.add(xb[len(dense) :])
                     self._codes = dense
-                    return
-            self._codes = DenseCodes.train(xb)
-            self.codes_trained = True
+            if self._codes is None:
+                self._codes = DenseCodes.train(xb, scan=not listed)
+                self.codes_trained = True
+        self._update_lists(lists)
+
+    def _update_lists(self, stored: _StoredLists | None = None) -> None:
+        """Give the dense codes inverted lists once the partition reaches ``list_limit``: the
+        ``stored`` ones (a snapshot's, for its first positions) where they fit, else learnt from
+        the vectors; learnt again when the partition has grown past them (see
+        :meth:`memory_bank.dense_lists.DenseLists.stale`)."""
+        codes = self._codes
+        if codes is None or len(self) < self.list_limit:
+            return
+        lists = codes.lists
+        with _one_thread():
+            if lists is None and stored is not None:
+                centroids, numbers, trained_at = stored
+                try:
+                    lists = codes.stored_lists(centroids, numbers, trained_at, self._xb()[len(numbers) :])
+                except ValueError:  # they do not fit these codes: learn new ones
+                    lists = None
+            if lists is None or lists.stale():
+                lists = codes.train_lists(self._xb())
+                self.codes_trained = True
+            if lists is not codes.lists:
+                codes.use_lists(lists)
 
     @property
     def dense_codes(self) -> DenseCodes | None:

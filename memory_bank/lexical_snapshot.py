@@ -17,7 +17,10 @@ A partition large enough for approximate dense search also saves its dense codes
 codebook and each memory's code, see :mod:`memory_bank.dense_codes`): they are per memory like
 the rest, are restricted with it, and go with it whenever a memory's text *or vector* changes.
 A snapshot without them (an older one, or a small partition's) is still read: the codes are
-then trained again.
+then trained again. A partition large enough for inverted lists over its codes
+(:mod:`memory_bank.dense_lists`) saves them too: the lists' centroids, each memory's list
+number and the partition's size when the centroids were learnt. They need the codes, are
+restricted with them, and a snapshot without them has them learnt once and stored again.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import numpy as np
 
 _ARRAYS = ("rowids", "starts", "pos", "tf", "lengths", "user_starts", "user_ids", "unanswered")
 _DENSE = ("dense_codebook", "dense_codes")
+_LISTS = ("dense_centroids", "dense_lists", "dense_lists_at")
 
 
 @dataclasses.dataclass
@@ -40,7 +44,9 @@ class LexicalSnapshot:
     there); ``lengths`` is each memory's token count; ``user_starts``/``user_ids`` the distinct
     token ids of each question the user asked (empty rows for the rest); ``unanswered`` marks
     question turns whose reply was a question; ``dense_codebook`` and ``dense_codes`` (both or
-    neither) are the partition's dense codes, one row per memory.
+    neither) are the partition's dense codes, one row per memory; ``dense_centroids`` and
+    ``dense_lists`` (both or neither, only with the codes) their inverted lists' centroids and
+    each memory's list number, learnt when the partition had ``dense_lists_at`` memories.
     """
 
     rowids: np.ndarray
@@ -54,6 +60,9 @@ class LexicalSnapshot:
     unanswered: np.ndarray
     dense_codebook: np.ndarray | None = None
     dense_codes: np.ndarray | None = None
+    dense_centroids: np.ndarray | None = None
+    dense_lists: np.ndarray | None = None
+    dense_lists_at: int = 0
 
     def __len__(self) -> int:
         return len(self.rowids)
@@ -80,6 +89,10 @@ class LexicalSnapshot:
         if self.dense_codebook is not None and self.dense_codes is not None:
             arrays["dense_codebook"] = self.dense_codebook.astype(np.float32)
             arrays["dense_codes"] = self.dense_codes.astype(np.uint8)
+            if self.dense_centroids is not None and self.dense_lists is not None:
+                arrays["dense_centroids"] = self.dense_centroids.astype(np.float32)
+                arrays["dense_lists"] = self.dense_lists.astype(np.int32)
+                arrays["dense_lists_at"] = np.array([self.dense_lists_at], dtype=np.int64)
         np.savez(buf, **arrays)  # type: ignore[arg-type]
         return buf.getvalue()
 
@@ -91,6 +104,7 @@ class LexicalSnapshot:
                 arrays = {k: z[k] for k in _ARRAYS}
                 raw = z["vocab"].tobytes().decode("utf-8")
                 dense = {k: z[k] for k in _DENSE if k in z.files}
+                lists = {k: z[k] for k in _LISTS if k in z.files}
         except (OSError, KeyError, EOFError, UnicodeDecodeError, ValueError) as e:  # pickles refused too
             raise ValueError(f"not a lexical snapshot: {e}") from e
         vocab = raw.split("\0") if raw or len(arrays["starts"]) > 1 else []
@@ -105,7 +119,17 @@ class LexicalSnapshot:
             or dense["dense_codebook"].dtype != np.float32
         ):
             raise ValueError("not a lexical snapshot: its dense codes do not fit its memories")
-        return cls(vocab=vocab, **arrays, **dense)
+        at = _lists_fit(lists, len(arrays["rowids"])) if lists else 0
+        if lists and not dense:
+            raise ValueError("not a lexical snapshot: it has inverted lists but no dense codes")
+        return cls(
+            vocab=vocab,
+            **arrays,
+            **dense,
+            dense_centroids=lists.get("dense_centroids"),
+            dense_lists=lists.get("dense_lists"),
+            dense_lists_at=at,
+        )
 
     def restricted(self, rowids: np.ndarray) -> LexicalSnapshot | None:
         """This snapshot for the memories ``rowids`` (ascending) only, or ``None`` when one of
@@ -143,6 +167,9 @@ class LexicalSnapshot:
             unanswered=self.unanswered[keep],
             dense_codebook=self.dense_codebook,
             dense_codes=None if self.dense_codes is None else self.dense_codes[keep],
+            dense_centroids=self.dense_centroids,
+            dense_lists=None if self.dense_lists is None else self.dense_lists[keep],
+            dense_lists_at=self.dense_lists_at,
         )
 
 
@@ -193,3 +220,25 @@ def _misfit(arrays: dict[str, np.ndarray], vocab: int) -> str | None:
     ):
         return "a count is not positive"
     return None
+
+
+def _lists_fit(lists: dict[str, np.ndarray], n: int) -> int:
+    """The size the inverted lists ``lists`` were learnt at, if they are whole and fit ``n``
+    memories (raises ``ValueError`` otherwise: a list number out of range would search the
+    wrong list)."""
+    if len(lists) != len(_LISTS):
+        raise ValueError("not a lexical snapshot: its inverted lists are incomplete")
+    centroids, numbers, at = (lists[k] for k in _LISTS)
+    if (
+        centroids.dtype != np.float32
+        or centroids.ndim != 2
+        or not len(centroids)
+        or numbers.dtype != np.int32
+        or numbers.shape != (n,)
+        or at.dtype != np.int64
+        or at.shape != (1,)
+        or int(at[0]) < 1
+        or (n and not 0 <= int(numbers.min()) <= int(numbers.max()) < len(centroids))
+    ):
+        raise ValueError("not a lexical snapshot: its inverted lists do not fit its memories")
+    return int(at[0])

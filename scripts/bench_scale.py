@@ -83,6 +83,14 @@ def cold(directory: Path, snapshots: bool, queries: list[str], qv: np.ndarray) -
             cpu_times.append(time.thread_time() - c)
     out["search_core_ms_p50"] = 1000 * statistics.median(times)
     out["search_core_cpu_ms_p50"] = 1000 * statistics.median(cpu_times)
+    dense = []
+    for _ in range(5):
+        for v in qv:
+            c = time.thread_time()
+            with part.lock:
+                part.dense_top(v, 64)
+            dense.append(time.thread_time() - c)
+    out["dense_top_cpu_ms_p50"] = 1000 * statistics.median(dense)
     bank.close()
     return out
 
@@ -151,6 +159,9 @@ def main() -> None:
             ),
             "search_core_cpu_ms_p50": statistics.median(
                 r["search_core_cpu_ms_p50"] for rs in runs.values() for r in rs
+            ),
+            "dense_top_cpu_ms_p50": statistics.median(
+                r["dense_top_cpu_ms_p50"] for rs in runs.values() for r in rs
             ),
             "load": [round(r["load"], 2) for rs in runs.values() for r in rs],
             "recall_near_queries": recall(directory, queries, near),
