@@ -45,14 +45,14 @@ def _madvise() -> Any:
         return None
     if _libc is None:
         try:
-            _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
         except OSError:
             _unsupported = True
             return None
-    fn = _libc.madvise
-    fn.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-    fn.restype = ctypes.c_int
-    return fn
+        libc.madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+        libc.madvise.restype = ctypes.c_int
+        _libc = libc
+    return _libc.madvise
 
 
 def populate(buf: np.ndarray, nbytes: int | None = None) -> threading.Thread | None:

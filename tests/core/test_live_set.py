@@ -87,8 +87,6 @@ def _faded_and_fresh(bank) -> str:  # type: ignore[no-untyped-def]
 def test_a_restart_reads_the_live_set_beside_the_partition_build_and_gets_the_same(
     make_bank, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
-    import threading
-
     now = _faded_and_fresh(make_bank(forgetting=SELECTIVE_FORGETTING))
     serial = make_bank(forgetting=SELECTIVE_FORGETTING)
     monkeypatch.setattr(serial, "_read_forget_columns_early", lambda *a: None)
