@@ -52,6 +52,14 @@ from memory_bank.vector_blocks import SEAL_MIN
 # BM25 parameters (Robertson & Zaragoza's usual values).
 _K1, _B = 1.2, 0.75
 
+_compiled_scan: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, float], None] | None
+try:  # BM25's posting scan in C (setup.py builds it); the NumPy path gives the same bits
+    from memory_bank import _bm25scan
+
+    _compiled_scan = _bm25scan.scan
+except ImportError:  # pragma: no cover - an install without a C compiler
+    _compiled_scan = None
+
 #: Partitions with more memories than this (and at least ``dense_codes.MIN_TRAIN``) search
 #: their dense codes, then re-score exactly.
 EXACT_SEARCH_LIMIT = 8_192
@@ -162,6 +170,8 @@ class LexicalIndex:
         self._length_sum = 0  # of every document's token count, exact (the lengths are integers)
         self._norms: np.ndarray | None = None
         self._n = 0
+        #: Whether scans use the compiled loop (where it is built); the same scores either way.
+        self.compiled = _compiled_scan is not None
 
     def __len__(self) -> int:
         return self._n
@@ -309,6 +319,7 @@ class LexicalIndex:
         if n == 0:
             return acc
         norms = self._length_norms()
+        scan = _compiled_scan if self.compiled else None
         for tok, qtf in collections.Counter(query_tokens).items():
             runs = self._posting_parts(tok)
             df = sum(len(pos) for pos, _ in runs)
@@ -316,6 +327,9 @@ class LexicalIndex:
                 continue
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
             for pos, tf in runs:  # element by element, so the same numbers whatever the runs
+                if scan is not None:
+                    scan(acc, norms, pos, tf, qtf * idf, _K1 + 1)
+                    continue
                 part = tf * (qtf * idf)
                 part *= _K1 + 1
                 denom = norms.take(pos)

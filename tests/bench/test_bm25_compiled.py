@@ -1,0 +1,110 @@
+"""BM25's compiled posting scan (``memory_bank/_bm25scan.c``) gives the NumPy path's scores
+bit for bit, on random mixed-language corpora built through bulk adds, small adds (the tail of
+recent postings) and merges; and it refuses arrays it cannot read safely."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory_bank import index as index_module
+from memory_bank.index import LexicalIndex
+from memory_bank.text import tokenize
+
+WORDS = [
+    "museum", "painting", "hiking", "sister", "birthday", "jacket", "feel", "happy", "Vienna",
+    "the", "a", "I", "went", "2023", "博物馆", "画展", "生日", "妹妹", "开心", "咖啡", "今天", "我",
+]  # fmt: skip
+
+scan = index_module._compiled_scan
+needs_scan = pytest.mark.skipif(scan is None, reason="the compiled scan is not built (no C compiler)")
+
+
+@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
+def test_an_install_with_a_compiler_builds_the_compiled_scan() -> None:
+    # `pip install -e .` (make install) builds it; without it every search takes the slower path.
+    assert scan is not None
+    assert LexicalIndex().compiled
+
+
+def both(index: LexicalIndex, tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    index.compiled = True
+    fast = index.score_array(tokens)
+    index.compiled = False
+    slow = index.score_array(tokens)
+    index.compiled = True
+    return fast, slow
+
+
+sentence = st.lists(st.sampled_from(WORDS), min_size=0, max_size=14).map(" ".join)
+
+
+@needs_scan
+@settings(max_examples=40, deadline=None)
+@given(
+    corpus=st.lists(sentence, min_size=1, max_size=50),
+    batches=st.lists(st.integers(1, 400), min_size=1, max_size=5),
+    queries=st.lists(st.lists(st.sampled_from([*WORDS, "unknown"]), max_size=8), min_size=1, max_size=4),
+    seed=st.integers(0, 2**16),
+)
+def test_the_compiled_scan_gives_the_numpy_scores_bit_for_bit(
+    corpus: list[str], batches: list[int], queries: list[list[str]], seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    texts = [corpus[i] for i in rng.integers(0, len(corpus), size=len(corpus) * 15)] + [""]
+    index = LexicalIndex()
+    start = 0
+    for size in batches * 3:
+        if start >= len(texts):
+            break
+        index.add(texts[start : start + size])  # >= 256: straight into the arrays, else the tail
+        start += size
+        for words in queries:
+            tokens = tokenize(" ".join(words)) + words[:1]  # a repeated token: query frequency 2
+            fast, slow = both(index, tokens)
+            assert fast.dtype == slow.dtype == np.float32
+            assert fast.tobytes() == slow.tobytes()
+
+
+@needs_scan
+def test_a_large_index_scores_the_same_either_way() -> None:
+    rng = np.random.default_rng(3)
+    texts = [" ".join(rng.choice(WORDS, size=int(rng.integers(1, 30)))) for _ in range(20_000)]
+    index = LexicalIndex()
+    index.add(texts)
+    index.add(texts[:100])  # a tail beside the merged arrays
+    for text in ("museum the", "妹妹 生日 I 妹妹", "Vienna"):
+        fast, slow = both(index, tokenize(text))
+        assert fast.tobytes() == slow.tobytes()
+        assert fast.max() > 0
+
+
+@needs_scan
+def test_the_scan_refuses_what_it_cannot_read_safely() -> None:
+    acc = np.zeros(4, dtype=np.float32)
+    norms = np.ones(4, dtype=np.float32)
+    tf = np.ones(2, dtype=np.float32)
+    scan(acc, norms, np.array([0, 3], dtype=np.int32), tf, 1.0, 2.2)  # int32 positions are fine
+    assert acc[[0, 3]].tolist() == pytest.approx([1.1, 1.1]) and acc[[1, 2]].tolist() == [0.0, 0.0]
+    with pytest.raises(IndexError, match="past the 4 scored positions"):
+        scan(acc, norms, np.array([1, 4], dtype=np.int64), tf, 1.0, 2.2)
+    with pytest.raises(IndexError):
+        scan(acc, norms, np.array([-1, 0], dtype=np.int64), tf, 1.0, 2.2)
+    with pytest.raises(TypeError, match="acc"):
+        scan(acc.astype(np.float64), norms, np.array([0, 1]), tf, 1.0, 2.2)
+    with pytest.raises(TypeError, match="pos"):
+        scan(acc, norms, np.array([0.0, 1.0]), tf, 1.0, 2.2)
+    with pytest.raises(ValueError, match="contiguous"):
+        scan(np.zeros(8, dtype=np.float32)[::2], norms, np.array([0, 1]), tf, 1.0, 2.2)  # strided
+    with pytest.raises(ValueError, match="must match"):
+        scan(acc, norms[:3], np.array([0, 1]), tf, 1.0, 2.2)
+    with pytest.raises(ValueError, match="must match"):
+        scan(acc.copy(), norms, np.array([0, 1]), tf[:1].repeat(3), 1.0, 2.2)
+    frozen = np.zeros(4, dtype=np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises((TypeError, ValueError, BufferError)):
+        scan(frozen, norms, np.array([0, 1]), tf, 1.0, 2.2)
