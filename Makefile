@@ -11,7 +11,7 @@ export GRADIO_ANALYTICS_ENABLED := False
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml setup.py memory_bank/_bm25scan.c
+$(STAMP): pyproject.toml setup.py memory_bank/_native.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install -e '.[all]'

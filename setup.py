@@ -1,8 +1,8 @@
-"""The one compiled part: BM25's posting scan (memory_bank/_bm25scan.c).
+"""The compiled part (memory_bank/_native.c): BM25's posting scan and the top-k of its scores.
 
 Everything else is declared in pyproject.toml. The extension is optional: where it cannot be
-built (no C compiler), the install still succeeds and the index uses its NumPy path, which
-gives the same scores.
+built (no C compiler), the install still succeeds and the search uses its NumPy paths, which
+give the same results.
 """
 
 import sys
@@ -13,7 +13,7 @@ flags = [] if sys.platform == "win32" else ["-O2", "-ffp-contract=off"]  # no fu
 setup(
     ext_modules=[
         Extension(
-            "memory_bank._bm25scan", ["memory_bank/_bm25scan.c"], extra_compile_args=flags, optional=True
+            "memory_bank._native", ["memory_bank/_native.c"], extra_compile_args=flags, optional=True
         )
     ]
 )

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 import faiss
 import numpy as np
 
+from memory_bank import native
 from memory_bank.bm25 import Bm25Query
 from memory_bank.day_positions import DayPositions
 from memory_bank.dense_codes import MIN_TRAIN, DenseCodes
@@ -52,13 +53,8 @@ from memory_bank.vector_blocks import SEAL_MIN
 # BM25 parameters (Robertson & Zaragoza's usual values).
 _K1, _B = 1.2, 0.75
 
-_compiled_scan: Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float, float], None] | None
-try:  # BM25's posting scan in C (setup.py builds it); the NumPy path gives the same bits
-    from memory_bank import _bm25scan
-
-    _compiled_scan = _bm25scan.scan
-except ImportError:  # pragma: no cover - an install without a C compiler
-    _compiled_scan = None
+#: BM25's posting scan in C where it is built; the NumPy path gives the same bits.
+_compiled_scan = native.scan
 
 #: Partitions with more memories than this (and at least ``dense_codes.MIN_TRAIN``) search
 #: their dense codes, then re-score exactly.

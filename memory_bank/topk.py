@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-#: Every how many scores :func:`top_positive` samples to find its threshold.
+from memory_bank import native
+
+#: Every how many scores :func:`numpy_top_positive` samples to find its threshold.
 SAMPLE_STEP = 16
 
 
@@ -25,6 +27,29 @@ def stable_top(scores: np.ndarray, k: int) -> np.ndarray:
 def top_positive(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The indices of the ``k`` largest positive ``scores`` (best first, ties in index order)
     and their scores: ``stable_top(scores, k)`` without the non-positive ones.
+
+    Float32 scores (BM25's) go to the compiled kernel where it is built: one pass that keeps
+    the best ``k`` in a heap, about 0.1 ms at 100,000 scores; anything else, or an install
+    without it, to :func:`numpy_top_positive`, which gives the same result.
+    """
+    scores = np.asarray(scores)
+    if (
+        native.top_positive is None
+        or scores.dtype != np.float32
+        or scores.ndim != 1
+        or not scores.flags.c_contiguous
+        or k <= 0
+    ):
+        return numpy_top_positive(scores, k)
+    k = min(k, len(scores))
+    positions = np.empty(k, dtype=np.int64)
+    best = np.empty(k, dtype=np.float32)
+    count = native.top_positive(scores, positions, best)
+    return positions[:count], best[:count]
+
+
+def numpy_top_positive(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`top_positive` in NumPy.
 
     ``np.partition`` over scores that are mostly zero (BM25 of a query of rare words) degrades
     to about 2 ms at 100,000 scores and 35 ms at a million, so no partition runs over all of

@@ -1,6 +1,7 @@
-"""BM25's compiled posting scan (``memory_bank/_bm25scan.c``) gives the NumPy path's scores
-bit for bit, on random mixed-language corpora built through bulk adds, small adds (the tail of
-recent postings) and merges; and it refuses arrays it cannot read safely."""
+"""The compiled kernels (``memory_bank/_native.c``) give their NumPy paths' results bit for
+bit: BM25's posting scan on random mixed-language corpora built through bulk adds, small adds
+(the tail of recent postings) and merges, and the top-k of positive scores on random scores
+full of ties, zeros and negatives; and both refuse arrays they cannot read safely."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_bank import index as index_module
+from memory_bank import native
 from memory_bank.index import LexicalIndex
 from memory_bank.text import tokenize
+from memory_bank.topk import numpy_top_positive, stable_top, top_positive
 
 WORDS = [
     "museum", "painting", "hiking", "sister", "birthday", "jacket", "feel", "happy", "Vienna",
@@ -27,7 +30,7 @@ needs_scan = pytest.mark.skipif(scan is None, reason="the compiled scan is not b
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None, reason="no C compiler")
 def test_an_install_with_a_compiler_builds_the_compiled_scan() -> None:
     # `pip install -e .` (make install) builds it; without it every search takes the slower path.
-    assert scan is not None
+    assert scan is not None and native.top_positive is not None
     assert LexicalIndex().compiled
 
 
@@ -108,3 +111,68 @@ def test_the_scan_refuses_what_it_cannot_read_safely() -> None:
     frozen.flags.writeable = False
     with pytest.raises((TypeError, ValueError, BufferError)):
         scan(frozen, norms, np.array([0, 1]), tf, 1.0, 2.2)
+
+
+needs_top = pytest.mark.skipif(native.top_positive is None, reason="the compiled kernels are not built")
+
+
+@needs_top
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(0, 3000),
+    k=st.integers(0, 80),
+    levels=st.integers(1, 12),
+    positive=st.floats(0, 1),
+    negative=st.floats(0, 0.3),
+    seed=st.integers(0, 2**16),
+)
+def test_the_compiled_top_k_is_the_numpy_one(
+    n: int, k: int, levels: int, positive: float, negative: float, seed: int
+) -> None:
+    rng = np.random.default_rng(seed)
+    scores = np.zeros(n, dtype=np.float32)
+    kind = rng.random(n)
+    pos = kind < positive
+    scores[pos] = rng.integers(1, levels + 1, int(pos.sum())).astype(np.float32) / 7  # many ties
+    neg = (kind >= positive) & (kind < positive + negative)
+    scores[neg] = -rng.random(int(neg.sum()), dtype=np.float32)
+    got_at, got = top_positive(scores, k)
+    want_at, want = numpy_top_positive(scores, k)
+    assert got_at.dtype == want_at.dtype == np.int64 and got.dtype == want.dtype == np.float32
+    assert got_at.tolist() == want_at.tolist() and got.tobytes() == want.tobytes()
+    order = stable_top(scores, k)
+    assert got_at.tolist() == order[scores[order] > 0].tolist()  # best first, ties to the earlier
+
+
+@needs_top
+def test_the_compiled_top_k_skips_nan_and_negative_zero_and_handles_the_edges() -> None:
+    scores = np.array([np.nan, -0.0, 0.5, np.inf, 0.5, -np.inf, 1e-38, 0.5], dtype=np.float32)
+    at, vals = top_positive(scores, 10)
+    assert at.tolist() == [3, 2, 4, 7, 6] and vals.tolist() == [np.inf, 0.5, 0.5, 0.5, pytest.approx(1e-38)]
+    assert top_positive(scores, 2)[0].tolist() == [3, 2]
+    assert top_positive(scores, 0)[0].tolist() == [] and top_positive(scores[:0], 3)[0].tolist() == []
+    assert top_positive(np.zeros(5, dtype=np.float32), 3)[0].tolist() == []
+    as64 = top_positive(scores.astype(np.float64), 3)  # not float32: the NumPy path, same order
+    assert as64[0].tolist() == [3, 2, 4] and as64[1].dtype == np.float64
+
+
+@needs_top
+def test_the_compiled_top_k_refuses_what_it_cannot_read_safely() -> None:
+    kernel = native.top_positive
+    scores = np.array([1, 2, 3], dtype=np.float32)
+    pos, out = np.empty(2, dtype=np.int64), np.empty(2, dtype=np.float32)
+    assert kernel(scores, pos, out) == 2 and pos.tolist() == [2, 1] and out.tolist() == [3.0, 2.0]
+    with pytest.raises(TypeError, match="scores"):
+        kernel(scores.astype(np.float64), pos, out)
+    with pytest.raises(TypeError, match="out_positions"):
+        kernel(scores, pos.astype(np.int32), out)
+    with pytest.raises(TypeError, match="out_scores"):
+        kernel(scores, pos, out.astype(np.float64))
+    with pytest.raises(ValueError, match="must match"):
+        kernel(scores, pos, np.empty(3, dtype=np.float32))
+    with pytest.raises(ValueError, match="contiguous"):
+        kernel(np.zeros(8, dtype=np.float32)[::2], pos, out)
+    frozen = np.empty(2, dtype=np.int64)
+    frozen.flags.writeable = False
+    with pytest.raises((TypeError, ValueError, BufferError)):
+        kernel(scores, frozen, out)

@@ -1,0 +1,26 @@
+"""The compiled kernels (``memory_bank/_native.c``, which ``setup.py`` builds), or ``None`` each
+where the install had no C compiler; every caller then takes its NumPy path, which gives the
+same results bit for bit (tests/bench/test_native.py holds them to that).
+
+The extension is loaded by name rather than imported from the package so that this module does
+not import ``memory_bank``'s ``__init__`` (and with it the whole library) at import time.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+_module: Any
+try:
+    _module = importlib.import_module("memory_bank._native")
+except ImportError:  # pragma: no cover - an install without a C compiler
+    _module = None
+
+#: ``scan(acc, norms, pos, tf, w, k1p1)``: BM25's posting scan, ``acc[pos] += tf * w * k1p1 /
+#: (norms[pos] + tf)`` in float32, one posting at a time.
+scan: Callable[..., None] | None = getattr(_module, "scan", None)
+#: ``top_positive(scores, out_positions, out_scores) -> count``: the best positive float32
+#: scores, best first, ties to the earlier index, written into the two outputs.
+top_positive: Callable[..., int] | None = getattr(_module, "top_positive", None)
