@@ -626,9 +626,12 @@ class MemoryBank:
         """Change one memory in place by id: new ``text`` (re-embedded) and/or new ``extra``.
 
         The memory keeps its id, day, strength and recall date (editing a memory is not a
-        recall). A turn with new text marks its day's summaries stale, so the summariser
-        regenerates them from what the user now wants kept; the turn's new text becomes its
-        query and its reply is cleared.
+        recall). A turn's new text becomes its query and its reply is cleared; the words it
+        replaces are left nowhere, as after :meth:`delete_memory`: the daily layers of its day
+        and the global layers are blanked in the transaction of the edit (stale until the
+        summariser regenerates them from what the user now wants kept), and the next turn of
+        its day, indexed with the old reply as context, is re-indexed without it. Editing a
+        summary layer, or only ``extra``, changes nothing else.
         """
         rec = self.user(user)
         target = self._find(rec, memory_id)
@@ -642,14 +645,15 @@ class MemoryBank:
                 changed.query, changed.response = text, ""
         if extra is not None:
             changed.extra = dict(extra)
+        rewritten = target.kind is MemoryKind.TURN and changed.text != target.text
+        if rewritten:
+            self._unlink_context(rec, target, kept=changed)
         vector = None
         if changed.kind in RETRIEVABLE_KINDS and changed.text.strip():
             vector = self._embed([index_text(changed.text, changed.context)], write=True)[0]
-        memory = self.storage.upsert_memory(rec.id, changed, vector, self.encoder_name)
-        if text is not None and target.kind is MemoryKind.TURN:
-            self.storage.mark_stale(
-                rec.id, [MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY], [target.date]
-            )
+        memory = self.storage.upsert_memory(
+            rec.id, changed, vector, self.encoder_name, scrub_dates=[target.date] if rewritten else None
+        )
         if text is not None:
             self.storage.scrub()  # the words replaced are not kept in a file either
         return memory
@@ -686,9 +690,11 @@ class MemoryBank:
             for m, v in zip(copies, vectors, strict=True)
         ]
 
-    def _unlink_context(self, rec: UserRecord, target: Memory) -> None:
-        """The turn after ``target`` is indexed with ``target``'s reply as context; give it the
-        reply before ``target`` instead (re-embedded), so no trace of ``target`` is left."""
+    def _unlink_context(self, rec: UserRecord, target: Memory, *, kept: Memory | None = None) -> None:
+        """The turn after ``target`` is indexed with ``target``'s reply as context; re-index it
+        (re-embedded) so that no trace of that reply is left: with the reply before ``target``
+        when ``target`` is deleted, or with the reply of ``kept``, ``target`` as edited (none
+        when it has none)."""
         day = [
             m
             for m in self.storage.memories(rec.id, kinds=[MemoryKind.TURN], date=target.date)
@@ -700,8 +706,10 @@ class MemoryBank:
         follower = min(after, key=lambda m: m.turn or 0)
         if follower.context is None:
             return
-        before = [m for m in day if (m.turn or 0) < (target.turn or 0)]
-        previous = max(before, key=lambda m: m.turn or 0) if before else None
+        previous = kept
+        if previous is None:
+            before = [m for m in day if (m.turn or 0) < (target.turn or 0)]
+            previous = max(before, key=lambda m: m.turn or 0) if before else None
         follower.context = previous.response if previous is not None and previous.response else None
         vector = self._embed([index_text(follower.text, follower.context)], write=True)[0]
         self.storage.upsert_memory(rec.id, follower, vector, self.encoder_name)

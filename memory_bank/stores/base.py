@@ -193,8 +193,19 @@ class Storage(abc.ABC):
         content is not inserted again, with other content it is an InvalidInputError."""
 
     @abc.abstractmethod
-    def upsert_memory(self, user_id: int, memory: Memory, vector: np.ndarray | None, encoder: str) -> Memory:
-        """Insert or replace (by memory id) a memory, keeping a replaced one's strength."""
+    def upsert_memory(
+        self,
+        user_id: int,
+        memory: Memory,
+        vector: np.ndarray | None,
+        encoder: str,
+        *,
+        scrub_dates: Iterable[str] | None = None,
+    ) -> Memory:
+        """Insert or replace (by memory id) a memory, keeping a replaced one's strength; with
+        ``scrub_dates`` (``memory`` a turn whose words are replaced), in the same transaction
+        blank the daily layers of those dates and the global layers, as :meth:`delete_memories`
+        does."""
 
     @abc.abstractmethod
     def put_vectors(self, rowids: Sequence[int], vectors: np.ndarray, encoder: str) -> None: ...

@@ -732,7 +732,17 @@ class SQLStorage(Storage):
             m.rowid = rowid
         return rowids
 
-    def upsert_memory(self, user_id: int, memory: Memory, vector: np.ndarray | None, encoder: str) -> Memory:
+    def upsert_memory(
+        self,
+        user_id: int,
+        memory: Memory,
+        vector: np.ndarray | None,
+        encoder: str,
+        *,
+        scrub_dates: Iterable[str] | None = None,
+    ) -> Memory:
+        days = None if scrub_dates is None else list(scrub_dates)
+
         def run(c: Cursor) -> tuple[int, int, str | None]:
             self._lock_user(c, user_id)
             row = c.execute(
@@ -742,7 +752,6 @@ class SQLStorage(Storage):
             values = memory_row(memory, user_id)
             if row is None:
                 rowid, strength, recalled = self._insert(c, values), memory.strength, memory.last_recall_date
-                self._bump(c, user_id, epoch=False)
             else:
                 rowid, strength, recalled = int(row[0]), int(row[1]), row[2]
                 c.execute(
@@ -752,7 +761,9 @@ class SQLStorage(Storage):
                 )
                 c.execute("DELETE FROM embeddings WHERE memory_rowid = ?", (rowid,))
                 self._drop_blocks(c, user_id, [rowid])
-                self._bump(c, user_id, epoch=True)
+            if days is not None:
+                self._scrub_layers(c, user_id, days)
+            self._bump(c, user_id, epoch=row is not None or days is not None)
             if vector is not None:
                 self._put_vectors(c, [rowid], vector.reshape(1, -1), encoder)
             return rowid, strength, recalled
@@ -842,30 +853,36 @@ class SQLStorage(Storage):
         if not len(rowids):
             return 0
         cond, args = self._by_rowids(rowids)
-        days, day_args = self._in_list("date", scrub_dates or [])
-        scrub = (
-            "FROM memories WHERE user_id = ? AND (kind IN ('global_summary', 'global_portrait') OR "
-            f"(kind IN ('daily_summary', 'daily_personality') AND {days}))"
-        )
+        days = None if scrub_dates is None else list(scrub_dates)
 
         def run(c: Cursor) -> int:
             if not self._lock_user(c, user_id, missing_ok=True):
                 return 0
             n = self._delete(c, cond, (user_id, *args), user_id=user_id)
-            if scrub_dates is not None:
-                scrubbed = c.execute(f"SELECT id {scrub}", (user_id, *day_args)).fetchall()
-                self._drop_blocks(c, user_id, [int(r[0]) for r in scrubbed])
-                c.execute(
-                    f"DELETE FROM embeddings WHERE memory_rowid IN (SELECT id {scrub})", (user_id, *day_args)
-                )
-                c.execute(
-                    f"UPDATE memories SET text = '', stale = ? WHERE id IN (SELECT id {scrub})",
-                    (True, user_id, *day_args),
-                )
+            if days is not None:
+                self._scrub_layers(c, user_id, days)
             self._bump(c, user_id, epoch=True)
             return n
 
         return self._write(run)
+
+    def _scrub_layers(self, c: Cursor, user_id: int, dates: Sequence[str]) -> None:
+        """Blank, in the transaction of ``c``, the summaries that may quote turns of ``dates``
+        that are deleted or rewritten: the user's daily layers of those dates and global layers
+        lose their text, vectors and vector blocks and are marked stale (to be regenerated).
+        The caller bumps the user's epoch (the lexical snapshot holds their words)."""
+        days, day_args = self._in_list("date", dates)
+        scrub = (
+            "FROM memories WHERE user_id = ? AND (kind IN ('global_summary', 'global_portrait') OR "
+            f"(kind IN ('daily_summary', 'daily_personality') AND {days}))"
+        )
+        scrubbed = c.execute(f"SELECT id {scrub}", (user_id, *day_args)).fetchall()
+        self._drop_blocks(c, user_id, [int(r[0]) for r in scrubbed])
+        c.execute(f"DELETE FROM embeddings WHERE memory_rowid IN (SELECT id {scrub})", (user_id, *day_args))
+        c.execute(
+            f"UPDATE memories SET text = '', stale = ? WHERE id IN (SELECT id {scrub})",
+            (True, user_id, *day_args),
+        )
 
     def delete_archived(self, user_id: int) -> int:
         def run(c: Cursor) -> int:

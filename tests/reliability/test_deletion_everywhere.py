@@ -232,3 +232,51 @@ def test_forget_me_with_login_deletes_only_the_signed_in_user(tmp_path) -> None:
     assert bank.has_user("Ann") and not bank.has_user("Bob")
     assert SECRET in bank.profile("Ann")["global_summary"]
     bank.close()
+
+
+def test_editing_a_turn_leaves_its_old_words_nowhere(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "s"
+    bank = _open(store)
+    secret_id = _seed(bank)
+    follower = bank.history("Ann", date="2023-04-27")[1]
+    assert SECRET in (follower.context or "")  # indexed with the secret turn's reply
+    assert bank.search("Ann", SECRET, k=1, kinds=[MemoryKind.TURN])[0].memory.memory_id == secret_id
+    bank.update_memory("Ann", secret_id, text="My diary has a lock.")
+    # At once, as a delete does: the layers that quoted the old words are blank and stale, the
+    # next turn of the day is indexed without the old reply.
+    for kind, date in ((MemoryKind.DAILY_SUMMARY, "2023-04-27"), (MemoryKind.DAILY_PERSONALITY, "2023-04-27"),
+                       (MemoryKind.GLOBAL_SUMMARY, None), (MemoryKind.GLOBAL_PORTRAIT, None)):  # fmt: skip
+        layer = bank.layer("Ann", kind, date=date)
+        assert layer is not None and layer.stale and layer.text == ""
+    other_day = bank.layer("Ann", MemoryKind.DAILY_SUMMARY, date="2023-04-28")
+    assert other_day is not None and not other_day.stale and KEEP in other_day.text
+    edited, follower = bank.history("Ann", date="2023-04-27")
+    assert (edited.memory_id, edited.response) == (secret_id, "") and follower.context is None
+    assert _found_anywhere(bank, store, "Ann", SECRET) == []
+    assert all(h.memory.text for h in bank.search("Ann", SECRET, k=20))  # no blanked layer is found
+    assert bank.search("Ann", SECRET, k=1, kinds=[MemoryKind.TURN])[0].memory.memory_id != follower.memory_id
+    assert _raw_hits(store, SECRET, ("text", "query", "response", "extra", "context")) == []
+    _resummarize(bank, "Ann")
+    assert _found_anywhere(bank, store, "Ann", SECRET) == []
+    assert KEEP in bank.profile("Ann")["global_summary"]
+    _bob_intact(bank, store)
+    bank.close()
+
+
+def test_editing_only_extra_or_a_summary_blanks_nothing(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = tmp_path / "s"
+    bank = _open(store)
+    secret_id = _seed(bank)
+    layers = {(m.memory_id, m.text, m.stale) for m, _ in bank.memories("Ann") if m.kind is not MemoryKind.TURN}
+    contexts = [m.context for m in bank.history("Ann")]
+    bank.update_memory("Ann", secret_id, extra={"tag": "x"})
+    assert {(m.memory_id, m.text, m.stale) for m, _ in bank.memories("Ann") if m.kind is not MemoryKind.TURN} == layers
+    assert [m.context for m in bank.history("Ann")] == contexts
+    summary = bank.layer("Ann", MemoryKind.DAILY_SUMMARY, date="2023-04-27")
+    assert summary is not None
+    bank.update_memory("Ann", summary.memory_id, text="Ann keeps a diary.")  # the user's own correction
+    profile = bank.profile("Ann")
+    assert SECRET in profile["global_summary"] and SECRET in profile["global_portrait"]
+    assert bank.layer("Ann", MemoryKind.DAILY_PERSONALITY, date="2023-04-27").text != ""
+    assert [m.context for m in bank.history("Ann")] == contexts
+    bank.close()
