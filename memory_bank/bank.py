@@ -61,6 +61,11 @@ def _forgotten(recalled: Sequence[Memory], report: ForgetReport | None) -> list[
     return [m for m in recalled if (m.archived or m.memory_id in gone) and not m.hidden]
 
 
+def _keys(memories: Sequence[Memory]) -> list[tuple[int, str]]:
+    """How a recall names ``memories`` to the store: (rowid, memory id), as they were read."""
+    return [(m.rowid or 0, m.memory_id) for m in memories]
+
+
 def _note_recall(memories: Sequence[Memory], day: str) -> None:
     """What :meth:`MemoryBank.reinforce` stored, on the in-memory copies: strength + 1 and
     the recall date ``day``, at most once a day (each object once, however often listed)."""
@@ -498,8 +503,8 @@ class MemoryBank:
             self.encoder_name,
             # The day's summaries no longer cover every turn of it.
             stale=[MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY],
-            recalled=[m.rowid or 0 for m in used],
-            revived=[m.rowid or 0 for m in cold],
+            recalled=_keys(used),
+            revived=_keys(cold),
         )
         for m in cold:
             m.archived = False
@@ -893,7 +898,9 @@ class MemoryBank:
         strength counts the days it was recalled on (seven retrievals today give strength 2).
         A recalled memory that was forgotten comes back to the live tier (one the user hid stays
         hidden). A write: the user's forgetting pass of the day runs first, so that it cannot
-        forget again what is recalled now (see :meth:`_daily_forget`)."""
+        forget again what is recalled now (see :meth:`_daily_forget`). ``_memories`` (as a search
+        read them) may be out of date: one deleted since is not recalled, nor is the memory
+        stored since under its rowid (:meth:`Storage.reinforce`)."""
         rec = self.user(user)
         today = _as_date(now, self.clock)
         report = self._daily_forget(rec, today)
@@ -904,12 +911,11 @@ class MemoryBank:
             missing = wanted - {m.memory_id for m in _memories}
             if missing:
                 raise MemoryNotFoundError(f"user {rec.name!r} has no memory with id {sorted(missing)[0]!r}")
+        # Those recalled from the cold tier (or forgotten by the clock at ``now``) are live again.
         cold = _forgotten(_memories, report)
-        if cold:  # recalled from the cold tier (or forgotten by the clock at ``now``)
-            self.storage.set_archived(rec.id, [m.rowid or 0 for m in cold], False)
-            for m in cold:
-                m.archived = False
-        self.storage.reinforce(rec.id, [m.rowid or 0 for m in _memories], day)
+        self.storage.reinforce(rec.id, _keys(_memories), day, revived=_keys(cold))
+        for m in cold:
+            m.archived = False
         _note_recall(_memories, day)
 
     def memories(

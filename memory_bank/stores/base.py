@@ -171,8 +171,8 @@ class Storage(abc.ABC):
         encoder: str,
         *,
         stale: Iterable[MemoryKind] = (),
-        recalled: Sequence[int] = (),
-        revived: Sequence[int] = (),
+        recalled: Sequence[tuple[int, str]] = (),
+        revived: Sequence[tuple[int, str]] = (),
     ) -> Memory:
         """Append a turn numbered after the day's turns, and never below a deleted turn's number
         (the user's :data:`TURN_FLOOR` and :data:`TURN_BASE`). ``memory.memory_id`` ending in
@@ -181,9 +181,8 @@ class Storage(abc.ABC):
 
         In the same transaction (one per chat reply, not three): the user's memories of the
         ``stale`` kinds on the turn's day are marked stale (:meth:`mark_stale`), and the
-        memories of rowids ``recalled`` are reinforced on the turn's day (:meth:`reinforce`), and
-        those of rowids ``revived`` (forgotten ones a reply used) come back to the live tier,
-        except the ones the user hid (:meth:`set_archived`)."""
+        memories ``recalled`` are reinforced on the turn's day and those ``revived`` (forgotten
+        ones a reply used) come back to the live tier, as :meth:`reinforce` does."""
 
     @abc.abstractmethod
     def add_memories(
@@ -210,9 +209,20 @@ class Storage(abc.ABC):
     @abc.abstractmethod
     def put_vectors(self, rowids: Sequence[int], vectors: np.ndarray, encoder: str) -> None: ...
     @abc.abstractmethod
-    def reinforce(self, user_id: int, rowids: Sequence[int], date: str) -> None:
+    def reinforce(
+        self,
+        user_id: int,
+        recalled: Sequence[tuple[int, str]],
+        date: str,
+        *,
+        revived: Sequence[tuple[int, str]] = (),
+    ) -> None:
         """Recall memories: strength + 1 and the recall date set to ``date``, at most once a day
-        (a recall on or before the last recall day changes nothing)."""
+        (a recall on or before the last recall day changes nothing); in the same transaction,
+        the ``revived`` ones (recalled, and forgotten) come back to the live tier, except the ones
+        the user hid. Each memory is given as (rowid, memory id), as it was read, and its row
+        changes only while it still holds that memory id: SQLite gives a deleted latest memory's
+        rowid to the next memory stored, which a recall read before the delete must not reach."""
 
     @abc.abstractmethod
     def set_archived(

@@ -632,8 +632,8 @@ class SQLStorage(Storage):
         encoder: str,
         *,
         stale: Iterable[MemoryKind] = (),
-        recalled: Sequence[int] = (),
-        revived: Sequence[int] = (),
+        recalled: Sequence[tuple[int, str]] = (),
+        revived: Sequence[tuple[int, str]] = (),
     ) -> Memory:
         stale = list(stale)
 
@@ -662,16 +662,8 @@ class SQLStorage(Storage):
             # Only the trailing placeholder is filled: user names may contain braces.
             memory_id = memory.memory_id[: -len(_TURN_SLOT)] + str(turn) if templated else memory.memory_id
             new = dataclasses.replace(memory, turn=turn, memory_id=memory_id)
-            # The recalled memories first, then the new turn: SQLite gives a new row the rowid of
-            # the user's latest memory if it was deleted meanwhile (while the reply was written),
-            # and the new turn would be the one reinforced, recalled before it was said.
             self._reinforce(c, user_id, recalled, memory.date)
-            if revived:  # recalled from the cold tier: live again (what the user hid stays hidden)
-                cond, args = self._by_rowids(revived)
-                c.execute(
-                    f"UPDATE memories SET archived = ? WHERE {cond} AND NOT hidden", (False, user_id, *args)
-                )
-                self._bump(c, user_id, epoch=False, tiers=True)
+            self._revive(c, user_id, revived)
             new.rowid = self._insert_turn(c, user_id, new, vector, encoder)
             if stale:
                 self._mark_stale(c, user_id, stale, [memory.date])
@@ -801,26 +793,56 @@ class SQLStorage(Storage):
 
         self._write(run)
 
-    def reinforce(self, user_id: int, rowids: Sequence[int], date: str) -> None:
-        """Recall memories: strength + 1 and recall date ``date``, at most once a day.
+    def reinforce(
+        self,
+        user_id: int,
+        recalled: Sequence[tuple[int, str]],
+        date: str,
+        *,
+        revived: Sequence[tuple[int, str]] = (),
+    ) -> None:
+        """Recall memories: strength + 1 and recall date ``date``, at most once a day; the
+        ``revived`` ones back to the live tier (see :meth:`Storage.reinforce`).
 
         The paper's strength counts the days a memory was recalled: a recall on a day already
         counted (another server, a replay, a memory listed twice) or on an earlier day than the
         last recall changes nothing, so the forgetting clock never turns back. Each row changes
-        in place, in id order, so concurrent recalls cannot deadlock."""
-        if len(rowids):
-            self._write(lambda c: self._reinforce(c, user_id, rowids, date))
+        in place, in id order, so concurrent recalls cannot deadlock (a revival takes the user's
+        lock first, as every tier move does)."""
+
+        def run(c: Cursor) -> None:
+            if revived:
+                self._lock_user(c, user_id)
+            self._reinforce(c, user_id, recalled, date)
+            self._revive(c, user_id, revived)
+
+        if len(recalled) or len(revived):
+            self._write(run)
 
     @staticmethod
-    def _reinforce(c: Cursor, user_id: int, rowids: Sequence[int], date: str) -> None:
-        """:meth:`reinforce` inside the transaction of ``c``."""
-        ids = sorted({int(r) for r in rowids})
-        if ids:
+    def _reinforce(c: Cursor, user_id: int, recalled: Sequence[tuple[int, str]], date: str) -> None:
+        """The recall of :meth:`reinforce` inside the transaction of ``c``: each (rowid, memory
+        id) changes only while the row holds that memory id."""
+        keys = sorted({(int(r), str(memory_id)) for r, memory_id in recalled})
+        if keys:
             c.executemany(
                 "UPDATE memories SET strength = strength + 1, last_recall_date = ? "
-                "WHERE id = ? AND user_id = ? AND (last_recall_date IS NULL OR last_recall_date < ?)",
-                [(date, r, user_id, date) for r in ids],
+                "WHERE id = ? AND user_id = ? AND memory_id = ? "
+                "AND (last_recall_date IS NULL OR last_recall_date < ?)",
+                [(date, r, user_id, memory_id, date) for r, memory_id in keys],
             )
+
+    def _revive(self, c: Cursor, user_id: int, revived: Sequence[tuple[int, str]]) -> None:
+        """The revival of :meth:`reinforce` inside the transaction of ``c``, which holds the
+        user's lock: each (rowid, memory id) is live again while the row holds that memory id
+        and the user has not hidden it; a tier move (the tier counter, not the epoch)."""
+        keys = sorted({(int(r), str(memory_id)) for r, memory_id in revived})
+        if keys:
+            c.executemany(
+                "UPDATE memories SET archived = ? WHERE id = ? AND user_id = ? AND memory_id = ? AND NOT hidden",
+                [(False, r, user_id, memory_id) for r, memory_id in keys],
+            )
+            self._bump(c, user_id, epoch=False, tiers=True)
 
     def set_archived(
         self, user_id: int, rowids: Sequence[int], archived: bool, *, hidden: bool = False

@@ -3,6 +3,8 @@ strength counts the days a memory was recalled on, not how often it was retrieve
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from memory_bank import MemoryBank, MemoryKind, MemoryNotFoundError, UserNotFoundError
@@ -24,6 +26,24 @@ def test_seven_retrievals_in_one_day_are_one_recall(bank: MemoryBank, clock: Fix
     assert _strength(bank, "Ann", m.memory_id) == 3  # a second recall day
     bank.reinforce("Ann", [m.memory_id], now="2023-04-30")  # an earlier day than the last recall
     assert _strength(bank, "Ann", m.memory_id) == 3
+
+
+def test_a_recall_never_reaches_the_memory_that_took_a_deleted_ones_rowid(bank: MemoryBank) -> None:
+    """A chat reply reinforces the memories it retrieved seconds before: one deleted meanwhile
+    leaves its rowid to the next memory stored (SQLite reuses the largest rowid), which must not be
+    reinforced, nor brought back from the cold tier, in its place."""
+    bank.add_turn("Ann", "I love hiking in the Alps.", "Wonderful.", at="2023-05-01T09:00")
+    old = bank.add_turn("Ann", "My cat is called Miso.", "Cute!", at="2023-05-01T10:00")
+    [hit] = bank.search("Ann", "Miso", k=1, kinds=[MemoryKind.TURN])
+    assert hit.memory.memory_id == old.memory_id
+    recalled = [hit.memory, dataclasses.replace(hit.memory, archived=True)]  # also as the cold tier finds it
+    bank.delete_memory("Ann", old.memory_id)
+    new = bank.add_turn("Ann", "I start a new job tomorrow.", "Good luck!", at="2023-05-01T11:00")
+    assert new.rowid == old.rowid  # the deleted memory's rowid, reused
+    bank.archive("Ann", [new.memory_id], hidden=False)  # forgotten, as the curve forgets
+    bank.reinforce("Ann", [old.memory_id], _memories=recalled)
+    [stored] = bank.storage.memories_by_ids(bank.user("Ann").id, [new.memory_id])
+    assert (stored.strength, stored.last_recall_date, stored.archived) == (1, None, True)
 
 
 def test_update_memory_re_embeds_keeps_strength_and_stales_the_day(bank: MemoryBank) -> None:

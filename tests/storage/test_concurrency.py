@@ -28,14 +28,14 @@ def test_two_servers_reinforcing_one_memory_count_one_recall_a_day(stores) -> No
     def recall(storage, day: str) -> None:  # type: ignore[no-untyped-def]
         barrier.wait()
         for _ in range(N):
-            storage.reinforce(u, [m.rowid], day)
+            storage.reinforce(u, [(m.rowid, m.memory_id)], day)
 
     with ThreadPoolExecutor(4) as pool:  # two threads on each of two servers' connections
         list(pool.map(recall, [a, a, b, b], ["2023-05-03"] * 4))
     (got,) = b.memories(u)
     assert got.strength == 2  # 4 * N racing recalls of one day count once, never twice
     assert got.last_recall_date == "2023-05-03"
-    a.reinforce(u, [m.rowid], "2023-05-04")
+    a.reinforce(u, [(m.rowid, m.memory_id)], "2023-05-04")
     assert b.memories(u)[0].strength == 3
 
 
@@ -45,8 +45,8 @@ def test_recall_date_only_moves_forward(stores) -> None:  # type: ignore[no-unty
     s = stores()
     u = s.ensure_user("Ann").id
     m = s.add_turn(u, turn("Ann", "2023-05-01", "hiking"), None, ENC)
-    s.reinforce(u, [m.rowid or 0], "2023-05-05")
-    s.reinforce(u, [m.rowid or 0], "2023-05-03")
+    s.reinforce(u, [(m.rowid or 0, m.memory_id)], "2023-05-05")
+    s.reinforce(u, [(m.rowid or 0, m.memory_id)], "2023-05-03")
     (got,) = s.memories(u)
     assert (got.strength, got.last_recall_date) == (2, "2023-05-05")  # the late, older recall: no-op
 

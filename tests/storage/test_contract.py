@@ -128,7 +128,7 @@ def test_upsert_replaces_by_id_and_keeps_strength(storage: Storage) -> None:
                    date="2023-05-01", text="v1")
     first = storage.upsert_memory(u, layer, vec(1, 0, 0, 0), ENC)
     assert storage.user_state(u) == (1, 0)  # an insert is an append
-    storage.reinforce(u, [first.rowid or 0], "2023-05-03")
+    storage.reinforce(u, [(first.rowid or 0, first.memory_id)], "2023-05-03")
     again = Memory(memory_id=layer.memory_id, user="Ann", kind=MemoryKind.DAILY_SUMMARY, date="2023-05-01",
                    text="v2", stale=False, extra={"k": 1})
     second = storage.upsert_memory(u, again, None, ENC)
@@ -159,10 +159,12 @@ def test_reinforce_set_archived_mark_stale(storage: Storage) -> None:
     other = storage.ensure_user("Bob").id
     a = storage.add_turn(u, turn("Ann", "2023-05-01", "a"), vec(1, 0, 0, 0), ENC)
     b = storage.add_turn(other, turn("Bob", "2023-05-01", "b"), vec(1, 0, 0, 0), ENC)
-    storage.reinforce(u, [a.rowid or 0], "2023-05-02")
-    storage.reinforce(u, [a.rowid or 0, a.rowid or 0], "2023-05-03")  # listed twice: one recall
-    storage.reinforce(u, [a.rowid or 0], "2023-05-03")  # again the same day: at most once a day
-    storage.reinforce(u, [b.rowid or 0], "2023-05-03")  # not Ann's: ignored
+    ka, kb = (a.rowid or 0, a.memory_id), (b.rowid or 0, b.memory_id)
+    storage.reinforce(u, [ka], "2023-05-02")
+    storage.reinforce(u, [ka, ka], "2023-05-03")  # listed twice: one recall
+    storage.reinforce(u, [ka], "2023-05-03")  # again the same day: at most once a day
+    storage.reinforce(u, [kb], "2023-05-03")  # not Ann's: ignored
+    storage.reinforce(u, [(a.rowid or 0, "Ann_2023-05-01_9")], "2023-05-04")  # no longer that memory's row
     storage.reinforce(u, [], "2023-05-04")
     (m,) = storage.memories(u)
     assert (m.strength, m.last_recall_date) == (3, "2023-05-03")
@@ -180,6 +182,15 @@ def test_reinforce_set_archived_mark_stale(storage: Storage) -> None:
     assert len(storage.vectors(u, ENC, TURN_KINDS, archived=None).rowids) == 0
     storage.set_archived(u, [a.rowid or 0], False)  # and so does showing it again
     assert storage.user_counters(u) == (v + 4, e + 2, tiers + 2)
+    storage.set_archived(u, [a.rowid or 0], True)
+    storage.reinforce(u, [], "2023-05-04", revived=[(a.rowid or 0, "Ann_2023-05-01_9")])  # another memory's
+    assert storage.memories(u)[0].archived
+    storage.reinforce(u, [ka], "2023-05-04", revived=[ka])  # recalled from the cold tier: live again
+    (m,) = storage.memories(u)
+    assert (m.archived, m.strength) == (False, 4) and storage.user_counters(u) == (v + 7, e + 2, tiers + 5)
+    storage.set_archived(u, [a.rowid or 0], True, hidden=True)
+    storage.reinforce(u, [], "2023-05-05", revived=[ka])  # what the user hid stays hidden
+    assert storage.memories(u)[0].hidden
     s1 = Memory(memory_id="s1", user="Ann", kind=MemoryKind.DAILY_SUMMARY, date="2023-05-01", text="x")
     s2 = Memory(memory_id="s2", user="Ann", kind=MemoryKind.DAILY_SUMMARY, date="2023-05-02", text="y")
     storage.add_memories(u, [s1, s2], None, ENC)
