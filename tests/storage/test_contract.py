@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import threading
 
@@ -226,6 +227,29 @@ def test_delete_memories_scrubs_layers_in_the_same_transaction(storage: Storage)
     assert storage.delete_memories(u, []) == 0
     c = storage.counts()
     assert c["users"] == 2 and c["memories"]["turn"] == 2 and c["memories"]["daily_summary"] == 2
+
+
+def test_upsert_memory_scrubs_layers_in_the_same_transaction(storage: Storage) -> None:
+    u = storage.ensure_user("Ann").id
+    other = storage.ensure_user("Bob").id
+    t = storage.add_turn(u, turn("Ann", "2023-05-01", "PIN 4321"), vec(1, 0, 0, 0), ENC)
+    layers = [
+        Memory(memory_id="d1", user="Ann", kind=MemoryKind.DAILY_SUMMARY, date="2023-05-01", text="PIN 4321"),
+        Memory(memory_id="d2", user="Ann", kind=MemoryKind.DAILY_SUMMARY, date="2023-05-02", text="tea"),
+        Memory(memory_id="g", user="Ann", kind=MemoryKind.GLOBAL_PORTRAIT, date="2023-05-02", text="PIN 4321"),
+    ]
+    storage.add_memories(u, layers, np.stack([vec(0, 0, 1, i) for i in range(3)]), ENC)
+    storage.add_memories(other, [dataclasses.replace(layers[2], user="Bob")], None, ENC)
+    v, e = storage.user_state(u)
+    edited = dataclasses.replace(t, text="a new PIN", query="a new PIN", response="")
+    storage.upsert_memory(u, edited, vec(0, 1, 0, 0), ENC, scrub_dates=["2023-05-01"])
+    assert storage.user_state(u) == (v + 1, e + 1)  # one write
+    by_id = {m.memory_id: m for m in storage.memories(u)}
+    assert by_id[t.memory_id].text == "a new PIN"
+    assert [(by_id[k].text, by_id[k].stale) for k in ("d1", "g")] == [("", True)] * 2
+    assert (by_id["d2"].text, by_id["d2"].stale) == ("tea", False)
+    assert "4321" not in str(storage.vectors(u, ENC, list(MemoryKind)).texts)
+    assert storage.memories(other)[0].text == "PIN 4321"  # Bob's layers are his own
 
 
 def test_delete_user_removes_memories_and_vectors(storage: Storage) -> None:
