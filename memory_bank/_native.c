@@ -108,6 +108,18 @@ worse(float sa, int64_t ia, float sb, int64_t ib)
     return sa < sb || (sa == sb && ia > ib);
 }
 
+/* Swaps heap entries a and b (score and index together). */
+static inline void
+swap(float *hs, int64_t *hi, Py_ssize_t a, Py_ssize_t b)
+{
+    float ts = hs[a];
+    hs[a] = hs[b];
+    hs[b] = ts;
+    int64_t ti = hi[a];
+    hi[a] = hi[b];
+    hi[b] = ti;
+}
+
 static void
 sift_down(float *hs, int64_t *hi, Py_ssize_t k, Py_ssize_t j)
 {
@@ -119,12 +131,7 @@ sift_down(float *hs, int64_t *hi, Py_ssize_t k, Py_ssize_t j)
             w = r;
         if (w == j)
             return;
-        float ts = hs[j];
-        hs[j] = hs[w];
-        hs[w] = ts;
-        int64_t ti = hi[j];
-        hi[j] = hi[w];
-        hi[w] = ti;
+        swap(hs, hi, j, w);
         j = w;
     }
 }
@@ -188,12 +195,7 @@ top_positive(PyObject *self, PyObject *args)
                 Py_ssize_t p = (j - 1) / 2;
                 if (!worse(hs[j], hi[j], hs[p], hi[p]))
                     break;
-                float ts = hs[j];
-                hs[j] = hs[p];
-                hs[p] = ts;
-                int64_t ti = hi[j];
-                hi[j] = hi[p];
-                hi[p] = ti;
+                swap(hs, hi, j, p);
                 j = p;
             }
             if (size == k)
@@ -207,12 +209,7 @@ top_positive(PyObject *self, PyObject *args)
     }
     /* Best first: pop the worst to the end, one at a time. */
     for (Py_ssize_t end = size - 1; end > 0; end--) {
-        float ts = hs[0];
-        hs[0] = hs[end];
-        hs[end] = ts;
-        int64_t ti = hi[0];
-        hi[0] = hi[end];
-        hi[end] = ti;
+        swap(hs, hi, 0, end);
         sift_down(hs, hi, end, 0);
     }
     Py_END_ALLOW_THREADS
