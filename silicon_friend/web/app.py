@@ -744,7 +744,9 @@ class WebApp:
                 [status, chatbot, name, remembered],
                 show_progress_on=[status],
             )
-            remember_event.then(self.memory_tab.memories, self.memory_tab.inputs, memory_outputs, **quiet)
+            remember_event.then(
+                self.memory_tab.by_name["signed_in"], self.memory_tab.inputs, memory_outputs, **quiet
+            )
             send_event = gr.on(
                 [send.click, message.submit],
                 self.send,

@@ -268,8 +268,13 @@ class MemoryTab:
         ui: "UITexts",
         *,
         keep_selection: bool = False,
+        reset_detail: bool = False,
     ) -> tuple[Any, ...]:
-        """Every output of the tab for ``user`` (see :attr:`outputs`), in ``ui``'s language."""
+        """Every output of the tab for ``user`` (see :attr:`outputs`), in ``ui``'s language.
+
+        With ``keep_selection`` the memory this user's view has open stays open; with nothing
+        open, the detail is left as it is unless ``reset_detail`` (a sign-in: the tab may still
+        show another name's memory), which closes it."""
         t = ui.memory
         rows = filtered(self.bank, user, flt)
         page = page_of(rows, int(page_number or 1))
@@ -279,19 +284,25 @@ class MemoryTab:
             self.bank, user, memories=memories, max_curves=PLOT_CURVES, language=ui.language
         )
         curves = min(PLOT_CURVES, len([m for m in memories if m.kind.value in ("turn", "daily_summary")]))
-        selected = None
-        if keep_selection and view.selected:
-            selected = find(self.bank, user, view.selected)
-        view.selected = selected.memory_id if selected else None
-        return (
+        shown = (
             self._knowledge_md(knowledge(self.bank, user), ui),
             self._info(page, curves, flt, t),
             page.number,
             self._table(page, t),
             figure,
-            *self._selection(user, selected, t),
-            gr.update(visible=bool(view.undoable())),
         )
+        chosen = view.selected if keep_selection else None
+        selected = find(self.bank, user, chosen) if chosen else None
+        if keep_selection and (view.selected != chosen or (chosen is None and not reset_detail)):
+            # Nothing was open when this redraw began, or a row was opened while it ran (a click
+            # right after switching to the tab): the detail is left as the page shows it, so a
+            # click's detail is never hidden by a redraw that started before it (or whose
+            # output reached the page after it).
+            selection: tuple[Any, ...] = (gr.update(),) * 4
+        else:
+            view.selected = selected.memory_id if selected else None
+            selection = self._selection(user, selected, t)
+        return (*shown, *selection, gr.update(visible=bool(view.undoable())))
 
     def _selection(self, user: str, memory: Memory | None, t: MemoryTabTexts) -> tuple[Any, ...]:
         if memory is None:
@@ -335,9 +346,11 @@ class MemoryTab:
         form: Sequence[Any],
         page: Any,
         action: Callable[[str, TabView], bool] | None = None,
+        reset_detail: bool = False,
     ) -> tuple[Any, ...]:
-        """Run ``action(user, view)`` (True: keep the selection open) and render the tab; a
-        refusal or a library error is a toast and changes nothing on the page."""
+        """Run ``action(user, view)`` (True: keep the selection open) and render the tab (see
+        :meth:`view` for ``reset_detail``); a refusal or a library error is a toast and changes
+        nothing on the page."""
         keep = (gr.update(),) * len(self.outputs)
         ui = self.app._t(request)
         try:
@@ -357,7 +370,7 @@ class MemoryTab:
                 return keep
         if not self.bank.has_user(user):
             return self.cleared(ui)
-        return self.view(user, view, flt, page, ui, keep_selection=keep_selection)
+        return self.view(user, view, flt, page, ui, keep_selection=keep_selection, reset_detail=reset_detail)
 
     def _handler(
         self,
@@ -366,6 +379,7 @@ class MemoryTab:
         *,
         step: int = 0,
         extra: Callable[[gr.Request, bool], Any] | None = None,
+        reset_detail: bool = False,
     ) -> Callable[..., tuple[Any, ...]]:
         """A Gradio handler over the tab's form: ``(name, value, search, kind, status, from, to,
         page, request)``; it runs ``action(user, view, value, request)`` (True: keep the selection
@@ -395,7 +409,8 @@ class MemoryTab:
             nobody = self.app._tab(request).session is None and not self.app.auth and not (name or "").strip()
             if action is None and nobody:  # no one has said who they are: an empty tab, no warning
                 return self.cleared(self.app._t(request))
-            out = self._run(name, request, (text, kind, since, until, status), int(page or 1) + step, run)
+            form = (text, kind, since, until, status)
+            out = self._run(name, request, form, int(page or 1) + step, run, reset_detail)
             return out if extra is None else (*out, extra(request, bool(done)))
 
         handle.__name__ = fn_name
@@ -405,6 +420,7 @@ class MemoryTab:
         """Every form handler of the tab, by name (also the name of its API endpoint)."""
         return {
             "memories": self._handler(None, "memories"),
+            "signed_in": self._handler(None, "signed_in", reset_detail=True),
             "previous_page": self._handler(None, "previous_page", step=-1),
             "next_page": self._handler(None, "next_page", step=+1),
             "save": self._handler(self._save, "save"),

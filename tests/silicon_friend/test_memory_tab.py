@@ -170,6 +170,40 @@ def test_undo_of_a_delete_brings_back_the_summaries_and_context_it_changed(forge
     assert any(h.memory.query == "Tuna, mostly." for h in hits)  # the next turn is indexed as before
 
 
+def test_a_redraw_never_closes_a_row_opened_while_it_ran(forgetting_bank, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Switching to the tab redraws it; a row clicked while that redraw runs, or before its
+    output reaches the page, stays open. Signing in under another name closes it."""
+    import silicon_friend.web.memory_tab as memory_tab
+
+    seed(forgetting_bank, n=2)
+    forgetting_bank.add_turn("Bob", "Bob's diary", "", at="2023-05-02T10:00")
+    app = make_app(forgetting_bank)
+    tab = app.memory_tab
+    assert tab.by_name["signed_in"]("Ann", "", *FORM, ANN)[5]["visible"] is False
+    redraw = tab.memories("Ann", "", *FORM, ANN)  # began with nothing open ...
+    detail = click_row(app, "Ann", 0, ANN)  # ... and the click's detail reached the page first
+    assert detail[0]["visible"] is True
+    assert redraw[5:9] == (gr.update(),) * 4  # the redraw leaves the detail as the page shows it
+    again = tab.memories("Ann", "", *FORM, ANN)
+    assert again[5]["visible"] is True and again[6] == detail[1]  # the open row stays open
+    # A redraw that began with row 0 open, while the user opened row 1.
+    real_find, clicked = memory_tab.find, []
+
+    def find_then_click(bank, user, memory_id):  # type: ignore[no-untyped-def]
+        if not clicked:
+            clicked.append(None)  # the click's own lookup comes through here too
+            clicked[0] = click_row(app, "Ann", 1, ANN)
+        return real_find(bank, user, memory_id)
+
+    monkeypatch.setattr(memory_tab, "find", find_then_click)
+    raced = tab.memories("Ann", "", *FORM, ANN)
+    assert raced[5:9] == (gr.update(),) * 4 and clicked[0][1] != detail[1]
+    monkeypatch.setattr(memory_tab, "find", real_find)
+    assert tab.memories("Ann", "", *FORM, ANN)[6] == clicked[0][1]  # row 1 is the one open
+    # Another name signing in in this tab: the memory shown is closed, not left on the page.
+    assert tab.by_name["signed_in"]("Bob", "", *FORM, ANN)[5]["visible"] is False
+
+
 def test_why_it_fades_says_recalls_time_scale_and_content(forgetting_bank) -> None:  # type: ignore[no-untyped-def]
     forgetting_bank.add_turn(
         "Ann", "My sister Jo is moving to Lisbon for a design job.", "", at="2023-05-01T10:00"
