@@ -1,16 +1,21 @@
 /* The search's two loops over every memory, compiled (setup.py builds this module; where it is
  * not built, NumPy computes the same results):
  *
- * scan: BM25's posting scan in one pass, the inner loop of memory_bank.index.LexicalIndex.score_array.
+ * scan_runs: BM25's posting scan, the inner loop of memory_bank.index.LexicalIndex.score_array.
  *
- * For each posting i (position pos[i], term frequency tf[i]) of one query token of weight w:
+ * For each posting i (position pos[i], term frequency tf[i]) of each run of postings (one
+ * query token's, of weight w), in the order the runs are given:
  *
  *     part = tf[i] * w;  part *= k1p1;  denom = norms[pos[i]] + tf[i];  acc[pos[i]] += part / denom
  *
  * in float32, in exactly this order of operations, which is what the NumPy fallback computes
  * with whole-array operations (tf * w, *=, take, +=, /=, np.add.at): the scores are the same
- * bits either way (tested). The NumPy version makes six passes over the postings and allocates
- * four temporaries; this one reads each posting once, without the GIL.
+ * bits either way (tested). The NumPy version makes six passes over each run and allocates
+ * four temporaries; this one reads each posting once, without the GIL. Positions are int32 or
+ * int64, frequencies float32 or uint16 (an index keeps them as the snapshot stored them).
+ *
+ * postings_misfit: one pass checking that every run of a CSR posting list ascends strictly,
+ * names positions in [0, n) and has positive frequencies (memory_bank.lexical_snapshot).
  *
  * top_positive: the k best positive scores in one pass (memory_bank.topk.top_positive).
  *
@@ -41,58 +46,247 @@ want(Py_buffer *b, const char *name, char kind, Py_ssize_t itemsize)
     return 1;
 }
 
-static PyObject *
-scan(PyObject *self, PyObject *args)
+/* One run of postings: its arrays and its weight. */
+typedef struct {
+    Py_buffer pos, tf;
+    int got;        /* buffers held: 0, 1 or 2 */
+    int wide, tf16; /* int64 positions; uint16 frequencies */
+    float w;
+    Py_ssize_t m;
+} Run;
+
+static int
+want_tf(Py_buffer *b, int *tf16)
 {
-    PyObject *objs[4];
-    Py_buffer acc, norms, pos, tf;
-    Py_buffer *bufs[4] = {&acc, &norms, &pos, &tf};
-    double w, k1p1;
-    if (!PyArg_ParseTuple(args, "OOOOdd", &objs[0], &objs[1], &objs[2], &objs[3], &w, &k1p1))
-        return NULL;
-    int got = 0;
-    for (; got < 4; got++) {
-        int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (got == 0 ? PyBUF_WRITABLE : 0);
-        if (PyObject_GetBuffer(objs[got], bufs[got], flags) < 0)
-            break;
+    const char *f = b->format ? b->format : "B";
+    if (*f == '<' || *f == '=' || *f == '@')
+        f++;
+    if (b->ndim == 1 && f[1] == '\0' && b->itemsize == 4 && f[0] == 'f') {
+        *tf16 = 0;
+        return 1;
     }
+    if (b->ndim == 1 && f[1] == '\0' && b->itemsize == 2 && f[0] == 'H') {
+        *tf16 = 1;
+        return 1;
+    }
+    PyErr_SetString(PyExc_TypeError, "tf: expected a contiguous 1-d array of float32 or uint16");
+    return 0;
+}
+
+static int
+want_pos(Py_buffer *b, int *wide)
+{
+    *wide = b->itemsize == 8;
+    return want(b, "pos", 'i', *wide ? 8 : 4);
+}
+
+/* The scan of one run for each kind of position and frequency array: the index of the first
+ * posting past the n scored positions (or negative), else -1. Four postings at a time where
+ * the compiler has vector types: their norms gathered, their parts computed as one vector
+ * (each lane the same IEEE operations, so the same bits as one at a time), then added one by
+ * one in order; the division, the loop's slowest step, is then done four at once (1.2 against
+ * 1.7 ms for the 1.2M postings of a query at a million memories). */
+#if defined(__GNUC__) || defined(__clang__)
+typedef float v4sf __attribute__((vector_size(16)));
+#define SCAN_FOUR(PT)                                                                            \
+    const v4sf vw = {fw, fw, fw, fw}, vk = {fk, fk, fk, fk};                                     \
+    for (; i + 4 <= m; i += 4) {                                                                 \
+        uint64_t q0 = (uint64_t)(int64_t)p[i], q1 = (uint64_t)(int64_t)p[i + 1];                 \
+        uint64_t q2 = (uint64_t)(int64_t)p[i + 2], q3 = (uint64_t)(int64_t)p[i + 3];             \
+        if ((q0 >= n) | (q1 >= n) | (q2 >= n) | (q3 >= n))                                       \
+            break; /* the loop below stops at the bad one */                                     \
+        v4sf tt = {(float)t[i], (float)t[i + 1], (float)t[i + 2], (float)t[i + 3]};              \
+        v4sf nn = {nr[q0], nr[q1], nr[q2], nr[q3]};                                              \
+        v4sf part = tt * vw;                                                                     \
+        part = part * vk;                                                                        \
+        v4sf denom = nn + tt;                                                                    \
+        part = part / denom;                                                                     \
+        a[q0] = a[q0] + part[0];                                                                 \
+        a[q1] = a[q1] + part[1];                                                                 \
+        a[q2] = a[q2] + part[2];                                                                 \
+        a[q3] = a[q3] + part[3];                                                                 \
+    }
+#else
+#define SCAN_FOUR(PT)
+#endif
+
+#define DEFINE_SCAN(NAME, PT, TT)                                                                \
+    static Py_ssize_t NAME(float *a, const float *nr, uint64_t n, const PT *p, const TT *t,      \
+                           Py_ssize_t m, float fw, float fk)                                     \
+    {                                                                                            \
+        Py_ssize_t i = 0;                                                                        \
+        SCAN_FOUR(PT)                                                                            \
+        for (; i < m; i++) {                                                                     \
+            uint64_t q = (uint64_t)(int64_t)p[i]; /* a negative position is past n too */       \
+            if (q >= n)                                                                          \
+                return i;                                                                        \
+            float tt = (float)t[i];                                                              \
+            float part = tt * fw;                                                                \
+            part = part * fk;                                                                    \
+            float denom = nr[q] + tt;                                                            \
+            part = part / denom;                                                                 \
+            a[q] = a[q] + part;                                                                  \
+        }                                                                                        \
+        return -1;                                                                               \
+    }
+
+DEFINE_SCAN(scan_i32_f32, int32_t, float)
+DEFINE_SCAN(scan_i32_u16, int32_t, uint16_t)
+DEFINE_SCAN(scan_i64_f32, int64_t, float)
+DEFINE_SCAN(scan_i64_u16, int64_t, uint16_t)
+
+static PyObject *
+scan_runs(PyObject *self, PyObject *args)
+{
+    PyObject *acc_obj, *norms_obj, *runs_obj;
+    double k1p1;
+    if (!PyArg_ParseTuple(args, "OOOd", &acc_obj, &norms_obj, &runs_obj, &k1p1))
+        return NULL;
+    PyObject *seq = PySequence_Fast(runs_obj, "runs must be a sequence of (pos, tf, w)");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t nruns = PySequence_Fast_GET_SIZE(seq);
+    Run *runs = PyMem_Calloc(nruns ? nruns : 1, sizeof(Run));
+    Py_buffer acc, norms;
+    int got_acc = 0, got_norms = 0;
     PyObject *result = NULL;
-    if (got < 4)
+    if (runs == NULL) {
+        PyErr_NoMemory();
         goto done;
-    int wide = pos.itemsize == 8;
-    if (!want(&acc, "acc", 'f', 4) || !want(&norms, "norms", 'f', 4) ||
-        !want(&pos, "pos", 'i', wide ? 8 : 4) || !want(&tf, "tf", 'f', 4))
+    }
+    if (PyObject_GetBuffer(acc_obj, &acc, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
         goto done;
-    Py_ssize_t n = acc.shape[0], m = pos.shape[0];
-    if (norms.shape[0] != n || tf.shape[0] != m) {
-        PyErr_SetString(PyExc_ValueError, "norms must match acc and tf must match pos in length");
+    got_acc = 1;
+    if (PyObject_GetBuffer(norms_obj, &norms, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
         goto done;
+    got_norms = 1;
+    if (!want(&acc, "acc", 'f', 4) || !want(&norms, "norms", 'f', 4))
+        goto done;
+    Py_ssize_t n = acc.shape[0];
+    if (norms.shape[0] != n) {
+        PyErr_SetString(PyExc_ValueError, "norms must match acc in length");
+        goto done;
+    }
+    for (Py_ssize_t r = 0; r < nruns; r++) {
+        PyObject *pos_obj, *tf_obj;
+        double w;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, r), "OOd", &pos_obj, &tf_obj, &w))
+            goto done;
+        Run *run = &runs[r];
+        if (PyObject_GetBuffer(pos_obj, &run->pos, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+            goto done;
+        run->got = 1;
+        if (PyObject_GetBuffer(tf_obj, &run->tf, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+            goto done;
+        run->got = 2;
+        if (!want_pos(&run->pos, &run->wide) || !want_tf(&run->tf, &run->tf16))
+            goto done;
+        run->m = run->pos.shape[0];
+        if (run->tf.shape[0] != run->m) {
+            PyErr_SetString(PyExc_ValueError, "tf must match pos in length");
+            goto done;
+        }
+        run->w = (float)w;
     }
     float *a = (float *)acc.buf;
-    const float *nr = (const float *)norms.buf, *t = (const float *)tf.buf;
-    const float fw = (float)w, fk = (float)k1p1;
-    Py_ssize_t bad = -1;
+    const float *nr = (const float *)norms.buf;
+    const float fk = (float)k1p1;
+    Py_ssize_t bad_run = -1, bad = -1;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t i = 0; i < m; i++) {
-        uint64_t p = wide ? (uint64_t)((const int64_t *)pos.buf)[i]
-                          : (uint64_t)(int64_t)((const int32_t *)pos.buf)[i];
-        if (p >= (uint64_t)n) {
-            bad = i;
-            break;
-        }
-        float part = t[i] * fw;
-        part = part * fk;
-        float denom = nr[p] + t[i];
-        part = part / denom;
-        a[p] = a[p] + part;
+    for (Py_ssize_t r = 0; r < nruns && bad < 0; r++) {
+        Run *run = &runs[r];
+        const void *p = run->pos.buf, *t = run->tf.buf;
+        if (run->wide)
+            bad = run->tf16 ? scan_i64_u16(a, nr, (uint64_t)n, p, t, run->m, run->w, fk)
+                            : scan_i64_f32(a, nr, (uint64_t)n, p, t, run->m, run->w, fk);
+        else
+            bad = run->tf16 ? scan_i32_u16(a, nr, (uint64_t)n, p, t, run->m, run->w, fk)
+                            : scan_i32_f32(a, nr, (uint64_t)n, p, t, run->m, run->w, fk);
+        bad_run = r;
     }
     Py_END_ALLOW_THREADS
     if (bad >= 0) {
-        PyErr_Format(PyExc_IndexError, "posting %zd points past the %zd scored positions", bad, n);
+        PyErr_Format(PyExc_IndexError, "posting %zd of run %zd points past the %zd scored positions",
+                     bad, bad_run, n);
         goto done;
     }
     result = Py_None;
     Py_INCREF(result);
+done:
+    if (runs != NULL) {
+        for (Py_ssize_t r = 0; r < nruns; r++) {
+            if (runs[r].got > 0)
+                PyBuffer_Release(&runs[r].pos);
+            if (runs[r].got > 1)
+                PyBuffer_Release(&runs[r].tf);
+        }
+        PyMem_Free(runs);
+    }
+    if (got_norms)
+        PyBuffer_Release(&norms);
+    if (got_acc)
+        PyBuffer_Release(&acc);
+    Py_DECREF(seq);
+    return result;
+}
+
+static PyObject *
+postings_misfit(PyObject *self, PyObject *args)
+{
+    PyObject *objs[3];
+    Py_buffer starts, pos, tf;
+    Py_buffer *bufs[3] = {&starts, &pos, &tf};
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "OOOn", &objs[0], &objs[1], &objs[2], &n))
+        return NULL;
+    int got = 0;
+    for (; got < 3; got++) {
+        if (PyObject_GetBuffer(objs[got], bufs[got], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+            break;
+    }
+    PyObject *result = NULL;
+    int wide, tf16;
+    if (got < 3 || !want(&starts, "starts", 'i', 8) || !want_pos(&pos, &wide) || !want_tf(&tf, &tf16))
+        goto done;
+    Py_ssize_t rows = starts.shape[0] - 1, m = pos.shape[0];
+    const int64_t *st = (const int64_t *)starts.buf;
+    if (rows < 0 || st[0] != 0 || st[rows] != m || tf.shape[0] != m) {
+        result = PyUnicode_FromString("its postings do not fit their row pointers");
+        goto done;
+    }
+    const char *why = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t r = 0; r < rows && why == NULL; r++) {
+        int64_t a = st[r], b = st[r + 1];
+        if (b < a || b > m) {
+            why = "the row pointers of its postings go backwards";
+            break;
+        }
+        int64_t prev = -1;
+        for (int64_t i = a; i < b; i++) {
+            int64_t p = wide ? ((const int64_t *)pos.buf)[i] : ((const int32_t *)pos.buf)[i];
+            if (p < 0 || p >= n) {
+                why = "a posting names a memory it does not hold";
+                break;
+            }
+            if (p <= prev) {
+                why = "a token's postings are not in ascending order";
+                break;
+            }
+            prev = p;
+            if (tf16 ? ((const uint16_t *)tf.buf)[i] == 0 : !(((const float *)tf.buf)[i] > 0)) {
+                why = "a count is not positive";
+                break;
+            }
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (why != NULL)
+        result = PyUnicode_FromString(why);
+    else {
+        result = Py_None;
+        Py_INCREF(result);
+    }
 done:
     for (int i = 0; i < got; i++)
         PyBuffer_Release(bufs[i]);
@@ -221,8 +415,12 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"scan", scan, METH_VARARGS,
-     "scan(acc, norms, pos, tf, w, k1p1): acc[pos] += tf*w*k1p1 / (norms[pos] + tf), in float32."},
+    {"scan_runs", scan_runs, METH_VARARGS,
+     "scan_runs(acc, norms, runs, k1p1): for each (pos, tf, w) of runs, in order,\n"
+     "acc[pos] += tf*w*k1p1 / (norms[pos] + tf), in float32."},
+    {"postings_misfit", postings_misfit, METH_VARARGS,
+     "postings_misfit(starts, pos, tf, n) -> None or why: every row of the CSR postings ascends\n"
+     "strictly within [0, n) and has positive frequencies."},
     {"top_positive", top_positive, METH_VARARGS,
      "top_positive(scores, out_positions, out_scores) -> count: the best positive scores (as many as\n"
      "out_positions holds), best first, ties to the earlier index, written into the two outputs."},

@@ -1,7 +1,12 @@
 from typing import Any
 
-def scan(acc: Any, norms: Any, pos: Any, tf: Any, w: float, k1p1: float, /) -> None:
-    """``acc[pos] += tf * w * k1p1 / (norms[pos] + tf)`` in float32, one posting at a time."""
+def scan_runs(acc: Any, norms: Any, runs: Any, k1p1: float, /) -> None:
+    """For each ``(pos, tf, w)`` of ``runs``, in order: ``acc[pos] += tf * w * k1p1 / (norms[pos]
+    + tf)`` in float32, one posting at a time."""
+
+def postings_misfit(starts: Any, pos: Any, tf: Any, n: int, /) -> str | None:
+    """Why the CSR postings are unsound (a row not strictly ascending within ``[0, n)``, a
+    frequency not positive), or ``None``."""
 
 def top_positive(scores: Any, out_positions: Any, out_scores: Any, /) -> int:
     """The best positive float32 ``scores`` (as many as ``out_positions`` holds), best first,

@@ -30,6 +30,8 @@ import io
 
 import numpy as np
 
+from memory_bank import native
+
 _ARRAYS = ("rowids", "starts", "pos", "tf", "lengths", "user_starts", "user_ids", "unanswered")
 _DENSE = ("dense_codebook", "dense_codes")
 _LISTS = ("dense_centroids", "dense_lists", "dense_lists_at")
@@ -205,6 +207,29 @@ def _misfit(arrays: dict[str, np.ndarray], vocab: int) -> str | None:
         return "its per-memory arrays do not fit its memories"
     if len(arrays["user_starts"]) != n + 1:
         return "its questions do not fit its memories"
+    why = _postings_misfit(starts, pos, tf, n)
+    if why is not None:
+        return why
+    ids = arrays["user_ids"]
+    if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= vocab):
+        return "a question names a token it does not hold"
+    if len(arrays["lengths"]) and int(np.min(arrays["lengths"])) < 0:
+        return "a count is not positive"
+    return None
+
+
+def _postings_misfit(starts: np.ndarray, pos: np.ndarray, tf: np.ndarray, n: int) -> str | None:
+    """Why the postings are unsound: a position outside the memories, a token's positions not
+    strictly ascending (a memory counted twice for it), a frequency not positive. One pass in C
+    where it is built (36 ms at 36M postings, against 0.4 s for the NumPy passes)."""
+    check = native.postings_misfit
+    if (
+        check is not None
+        and starts.dtype == np.int64
+        and pos.dtype in (np.int32, np.int64)
+        and tf.dtype in (np.float32, np.uint16)
+    ):
+        return check(np.ascontiguousarray(starts), np.ascontiguousarray(pos), np.ascontiguousarray(tf), n)
     if len(pos) and (int(pos.min()) < 0 or int(pos.max()) >= n):
         return "a posting names a memory it does not hold"
     if len(pos) > 1:  # ascending within each token's run: no memory counted twice for a token
@@ -212,12 +237,7 @@ def _misfit(arrays: dict[str, np.ndarray], vocab: int) -> str | None:
         down[starts[1:-1][(starts[1:-1] > 0) & (starts[1:-1] < len(pos))] - 1] = False
         if bool(down.any()):
             return "a token's postings are not in ascending order"
-    ids = arrays["user_ids"]
-    if len(ids) and (int(ids.min()) < 0 or int(ids.max()) >= vocab):
-        return "a question names a token it does not hold"
-    if (len(tf) and float(np.min(tf)) <= 0) or (
-        len(arrays["lengths"]) and int(np.min(arrays["lengths"])) < 0
-    ):
+    if len(tf) and float(np.min(tf)) <= 0:
         return "a count is not positive"
     return None
 

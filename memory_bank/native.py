@@ -18,9 +18,13 @@ try:
 except ImportError:  # pragma: no cover - an install without a C compiler
     _module = None
 
-#: ``scan(acc, norms, pos, tf, w, k1p1)``: BM25's posting scan, ``acc[pos] += tf * w * k1p1 /
-#: (norms[pos] + tf)`` in float32, one posting at a time.
-scan: Callable[..., None] | None = getattr(_module, "scan", None)
+#: ``scan_runs(acc, norms, runs, k1p1)``: BM25's posting scan, for each ``(pos, tf, w)`` of
+#: ``runs`` in order, ``acc[pos] += tf * w * k1p1 / (norms[pos] + tf)`` in float32, one posting at
+#: a time (positions int32 or int64, frequencies float32 or uint16).
+scan_runs: Callable[..., None] | None = getattr(_module, "scan_runs", None)
+#: ``postings_misfit(starts, pos, tf, n) -> str | None``: why CSR postings are unsound (a row not
+#: ascending, a position outside ``[0, n)``, a frequency not positive), or ``None``.
+postings_misfit: Callable[..., str | None] | None = getattr(_module, "postings_misfit", None)
 #: ``top_positive(scores, out_positions, out_scores) -> count``: the best positive float32
 #: scores, best first, ties to the earlier index, written into the two outputs.
 top_positive: Callable[..., int] | None = getattr(_module, "top_positive", None)

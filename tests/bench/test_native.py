@@ -91,26 +91,86 @@ def test_the_scan_refuses_what_it_cannot_read_safely() -> None:
     acc = np.zeros(4, dtype=np.float32)
     norms = np.ones(4, dtype=np.float32)
     tf = np.ones(2, dtype=np.float32)
-    scan(acc, norms, np.array([0, 3], dtype=np.int32), tf, 1.0, 2.2)  # int32 positions are fine
+
+    def one(acc, norms, pos, tf, w=1.0):  # type: ignore[no-untyped-def]
+        scan(acc, norms, [(pos, tf, w)], 2.2)
+
+    one(acc, norms, np.array([0, 3], dtype=np.int32), tf)  # int32 positions are fine
     assert acc[[0, 3]].tolist() == pytest.approx([1.1, 1.1]) and acc[[1, 2]].tolist() == [0.0, 0.0]
+    one(acc, norms, np.array([1, 2], dtype=np.int64), np.ones(2, dtype=np.uint16))  # so are uint16 counts
+    assert acc.tolist() == pytest.approx([1.1] * 4)
     with pytest.raises(IndexError, match="past the 4 scored positions"):
-        scan(acc, norms, np.array([1, 4], dtype=np.int64), tf, 1.0, 2.2)
+        one(acc, norms, np.array([1, 4], dtype=np.int64), tf)
     with pytest.raises(IndexError):
-        scan(acc, norms, np.array([-1, 0], dtype=np.int64), tf, 1.0, 2.2)
+        one(acc, norms, np.array([-1, 0], dtype=np.int64), tf)
     with pytest.raises(TypeError, match="acc"):
-        scan(acc.astype(np.float64), norms, np.array([0, 1]), tf, 1.0, 2.2)
+        one(acc.astype(np.float64), norms, np.array([0, 1]), tf)
     with pytest.raises(TypeError, match="pos"):
-        scan(acc, norms, np.array([0.0, 1.0]), tf, 1.0, 2.2)
+        one(acc, norms, np.array([0.0, 1.0]), tf)
+    with pytest.raises(TypeError, match="tf"):
+        one(acc, norms, np.array([0, 1]), tf.astype(np.int16))
     with pytest.raises(ValueError, match="contiguous"):
-        scan(np.zeros(8, dtype=np.float32)[::2], norms, np.array([0, 1]), tf, 1.0, 2.2)  # strided
+        one(np.zeros(8, dtype=np.float32)[::2], norms, np.array([0, 1]), tf)  # strided
     with pytest.raises(ValueError, match="must match"):
-        scan(acc, norms[:3], np.array([0, 1]), tf, 1.0, 2.2)
+        one(acc, norms[:3], np.array([0, 1]), tf)
     with pytest.raises(ValueError, match="must match"):
-        scan(acc.copy(), norms, np.array([0, 1]), tf[:1].repeat(3), 1.0, 2.2)
+        one(acc.copy(), norms, np.array([0, 1]), tf[:1].repeat(3))
+    with pytest.raises(TypeError):
+        scan(acc, norms, [(np.array([0]), tf[:1])], 2.2)  # a run without its weight
     frozen = np.zeros(4, dtype=np.float32)
     frozen.flags.writeable = False
     with pytest.raises((TypeError, ValueError, BufferError)):
-        scan(frozen, norms, np.array([0, 1]), tf, 1.0, 2.2)
+        one(frozen, norms, np.array([0, 1]), tf)
+
+
+@needs_scan
+def test_long_runs_of_every_array_kind_add_in_the_order_given() -> None:
+    """Runs of int32 and int64 positions, float32 and uint16 counts, scanned four postings at a
+    time and the rest one by one: each score gets its runs' parts in the order of the runs
+    (float32 addition is not associative), the same bits as the NumPy path; a bad position in a
+    later run is refused and named."""
+    rng = np.random.default_rng(5)
+    n = 20_000
+    norms = rng.uniform(0.3, 3.0, n).astype(np.float32)
+    runs = []
+    for density in (0.9, 0.01, 0.5, 0.0002, 0.3):
+        pos = np.flatnonzero(rng.random(n) < density)
+        tf = rng.integers(1, 9, len(pos))
+        kind = np.uint16 if density != 0.5 else np.float32
+        runs.append((pos.astype(np.int32 if density > 0.2 else np.int64), tf.astype(kind), float(rng.random())))
+    acc = np.zeros(n, dtype=np.float32)
+    scan(acc, norms, runs, 2.2)
+    want = np.zeros(n, dtype=np.float32)
+    for pos, tf, w in runs:  # one run after another, as the NumPy path adds them
+        part = tf.astype(np.float32) * w
+        part *= 2.2
+        denom = norms.take(pos)
+        denom += tf.astype(np.float32)
+        part /= denom
+        np.add.at(want, pos, part)
+    assert acc.tobytes() == want.tobytes()
+    bad = (np.array([5, 10_000, n], dtype=np.int64), np.ones(3, dtype=np.float32), 1.0)
+    with pytest.raises(IndexError, match="run 1"):
+        scan(np.zeros(n, dtype=np.float32), norms, [runs[0], bad], 2.2)
+
+
+@needs_scan
+def test_the_postings_check_finds_each_fault() -> None:
+    check = native.postings_misfit
+    assert check is not None
+    starts = np.array([0, 3, 5], dtype=np.int64)
+    good = np.array([0, 2, 7, 1, 9], dtype=np.int32), np.array([1, 2, 1, 1, 3], dtype=np.uint16)
+    assert check(starts, *good, 10) is None
+    assert check(starts, good[0].astype(np.int64), good[1].astype(np.float32), 10) is None
+    assert "does not hold" in check(starts, good[0], good[1], 9)
+    assert "ascending" in check(starts, np.array([0, 2, 2, 1, 9], dtype=np.int32), good[1], 10)
+    assert "ascending" in check(starts, np.array([0, 7, 2, 1, 9], dtype=np.int32), good[1], 10)
+    assert "does not hold" in check(starts, np.array([0, 2, 7, -1, 9], dtype=np.int32), good[1], 10)
+    assert "positive" in check(starts, good[0], np.array([1, 2, 0, 1, 3], dtype=np.uint16), 10)
+    assert "positive" in check(starts, good[0], np.array([1, 2, np.nan, 1, 3], dtype=np.float32), 10)
+    assert "fit" in check(np.array([0, 3, 6], dtype=np.int64), *good, 10)
+    with pytest.raises(TypeError, match="starts"):
+        check(starts.astype(np.int32), *good, 10)
 
 
 needs_top = pytest.mark.skipif(native.top_positive is None, reason="the compiled kernels are not built")
