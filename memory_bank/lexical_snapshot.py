@@ -43,6 +43,7 @@ _LISTS = ("dense_centroids", "dense_lists", "dense_lists_at")
 #: A ZIP member's local header: signature, versions, flags, method, times, CRC, sizes, then the
 #: lengths of its name and extra field (the name and the field follow, then the data).
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
+_LOCAL_SIGNATURE = b"PK\x03\x04"
 #: The most bytes a member's ``.npy`` header may take (NumPy's own limit for ``np.load``).
 _MAX_NPY_HEADER = 10_000
 
@@ -205,7 +206,7 @@ def _npz_views(data: bytes) -> dict[str, np.ndarray]:
             if len(local) < _LOCAL_HEADER.size:
                 raise ValueError(f"member {info.filename!r} lies past the archive's end")
             fields = _LOCAL_HEADER.unpack(local)
-            if fields[0] != zipfile.stringFileHeader:
+            if fields[0] != _LOCAL_SIGNATURE:
                 raise ValueError(f"member {info.filename!r} has no local header")
             start = info.header_offset + _LOCAL_HEADER.size + fields[-2] + fields[-1]
             member = whole[start : start + info.file_size]
