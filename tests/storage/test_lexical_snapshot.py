@@ -234,3 +234,39 @@ def test_a_version_3_store_gains_the_snapshot_table(tmp_path) -> None:  # type: 
     db = sqlite3.connect(tmp_path / "s" / DB_FILENAME)
     assert db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
     db.close()
+
+
+def test_damaged_or_foreign_archives_are_refused_and_a_good_one_is_read_in_place() -> None:
+    """The snapshot is read as views of the stored bytes (no copy): a flipped bit anywhere in an
+    array (the CRC), a truncated or compressed archive, and an object array (a pickle) are
+    refused; a good one gives arrays that share the stored bytes and cannot be written."""
+    import io
+    import zipfile
+
+    from memory_bank.index import Partition
+    from memory_bank.stores import VectorBatch
+
+    part = Partition(4)
+    texts = ["Anna went hiking?", "Tom baked a pie", "我的猫叫米索吗", "hiking hiking again"]
+    part.add(VectorBatch(np.arange(1, 5), np.eye(4, dtype=np.float32), texts, ["turn"] * 4,
+                         ["2023-05-01"] * 4, [0, 1, 2, 3], texts, ["ok?", "ok", "嗯", "yes"]))  # fmt: skip
+    data = part.lexical_snapshot().to_bytes()
+    snap = LexicalSnapshot.from_bytes(data)
+    assert np.shares_memory(snap.pos, np.frombuffer(data, dtype=np.uint8)) and not snap.pos.flags.writeable
+    at = data.index(snap.tf.tobytes())  # a term frequency, inside its member
+    flipped = data[:at] + bytes([data[at] ^ 0x01]) + data[at + 1 :]
+    for bad in (flipped, data[: len(data) // 2], data[:-30]):
+        with pytest.raises(ValueError, match="not a lexical snapshot"):
+            LexicalSnapshot.from_bytes(bad)
+    with np.load(io.BytesIO(data)) as z:
+        arrays = {k: z[k] for k in z.files}
+    squeezed = io.BytesIO()
+    np.savez_compressed(squeezed, **arrays)  # type: ignore[arg-type]
+    pickled = io.BytesIO()
+    with zipfile.ZipFile(pickled, "w") as archive:
+        for name, value in {**arrays, "vocab": np.array(["a"], dtype=object)}.items():
+            with archive.open(name + ".npy", "w") as member:
+                np.lib.format.write_array(member, value, allow_pickle=True)
+    for bad in (squeezed.getvalue(), pickled.getvalue()):
+        with pytest.raises(ValueError, match="not a lexical snapshot"):
+            LexicalSnapshot.from_bytes(bad)
