@@ -11,10 +11,16 @@ export GRADIO_ANALYTICS_ENABLED := False
 
 install: $(STAMP)
 
+# llama-cpp-python compiles llama.cpp for this machine's CPU. On Intel Xeons with AMX (4th
+# generation and later) that brings in llama.cpp's AMX kernels, which the packaged SmolLM2's
+# Q4_1 weights then run on, and which crash in decode on some machines: build without them
+# (explicit -mno-* flags win over -march=native; the AVX-512 kernels are used instead).
+NO_AMX := $(if $(filter x86_64 amd64,$(shell uname -m)),-mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
+
 $(STAMP): pyproject.toml setup.py memory_bank/_native.c
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install -e '.[all]'
+	CFLAGS="$(NO_AMX) $$CFLAGS" CXXFLAGS="$(NO_AMX) $$CXXFLAGS" $(PY) -m pip install -e '.[all]'
 	touch $(STAMP)
 
 run: install
