@@ -236,3 +236,41 @@ def test_the_compiled_top_k_refuses_what_it_cannot_read_safely() -> None:
     frozen.flags.writeable = False
     with pytest.raises((TypeError, ValueError, BufferError)):
         kernel(scores, frozen, out)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    corpus=st.lists(sentence, min_size=1, max_size=40),
+    batches=st.lists(st.integers(1, 700), min_size=1, max_size=6),
+    seed=st.integers(0, 2**16),
+)
+def test_an_index_built_in_any_batches_equals_one_built_at_once(
+    corpus: list[str], batches: list[int], seed: int
+) -> None:
+    """Tail adds, bulk adds (>= 256 documents: merged at once) and the merges the tail
+    triggers give the postings a single bulk add gives: every token's run holds its
+    positions ascending, with their counts, and the snapshot's arrays are the same."""
+    rng = np.random.default_rng(seed)
+    texts = [corpus[i] for i in rng.integers(0, len(corpus), size=sum(batches))]
+    big = seed % 4 == 0
+    if big:
+        texts[0] = texts[0] + " museum" * 70_000  # a count past uint16
+    built = LexicalIndex()
+    start = 0
+    for size in batches:
+        built.add(texts[start : start + size])
+        start += size
+        if rng.random() < 0.3:
+            built.arrays()  # a snapshot merges the tail
+    whole = LexicalIndex()
+    whole.add(texts + [""] * (LexicalIndex.BULK - min(len(texts), LexicalIndex.BULK)))
+    got, want = built.arrays(), whole.arrays()
+    assert got[0] == want[0]  # the same token ids, in first-seen order
+    n = len(texts)
+    for t in range(len(got[0])):
+        a, b = slice(got[1][t], got[1][t + 1]), slice(want[1][t], want[1][t + 1])
+        keep = want[2][b] < n  # the padding documents only in `whole`
+        assert got[2][a].tolist() == want[2][b][keep].tolist()
+        assert got[3][a].astype(np.float64).tolist() == want[3][b][keep].astype(np.float64).tolist()
+    assert got[3].dtype == (np.float32 if big else np.uint16)  # counts as uint16 where they fit
+    assert got[4].tolist() == want[4][:n].tolist()
