@@ -164,7 +164,7 @@ class LexicalIndex:
         # where they fit): half the memory of intp/float32, and read as they are (no copy at a
         # restart: 0.4 s and 200 MB at a million memories); the scan converts each as it reads it.
         self._pos = np.zeros(0, dtype=np.int32)
-        self._tf = np.zeros(0, dtype=np.float32)
+        self._tf: np.ndarray = np.zeros(0, dtype=np.float32)
         self._tail: dict[int, tuple[list[int], list[int]]] = {}
         self._tail_size = 0
         self._lengths = np.zeros(0, dtype=np.float32)
