@@ -194,8 +194,9 @@ def _npz_views(data: bytes) -> dict[str, np.ndarray]:
     restart, holding the interpreter lock against the vector load beside it).
 
     Each member's CRC is checked (``zlib.crc32``, which runs without the lock), so a damaged
-    snapshot is refused as ``np.load`` refused it; object arrays (pickles) and compressed or
-    overlapping members are refused too (``ValueError``)."""
+    snapshot is refused as ``np.load`` refused it; anything but plain numbers (object arrays,
+    that is pickles, and records), compressed members and members whose bytes are not where
+    the archive says are refused too (``ValueError``)."""
     views: dict[str, np.ndarray] = {}
     whole = memoryview(data)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
@@ -220,8 +221,8 @@ def _npz_views(data: bytes) -> dict[str, np.ndarray]:
                 shape, fortran, dtype = npy_format.read_array_header_2_0(head)
             else:
                 raise ValueError(f"member {info.filename!r} is a .npy of version {version}")
-            if dtype.hasobject or fortran:
-                raise ValueError(f"member {info.filename!r} holds objects or a Fortran-ordered array")
+            if dtype.kind not in "biuf" or fortran:
+                raise ValueError(f"member {info.filename!r} holds {dtype} values or a Fortran-ordered array")
             count = math.prod(shape)
             if head.tell() + count * dtype.itemsize != len(member):
                 raise ValueError(f"member {info.filename!r} does not hold its {shape} array")
