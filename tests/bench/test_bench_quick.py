@@ -58,3 +58,29 @@ def test_the_mem0_worker_runs_without_langchain() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "My cat is Miso."
+
+
+def test_each_size_is_held_to_the_targets_of_its_scale() -> None:
+    """The report's targets per measured size: the search with its query embedding (15 ms up to
+    100k memories, 20 ms above), the search core (1 ms up to 10k, 2 ms up to 100k), the first
+    search after a restart (1 s up to 100k, 5 s above), and the memory per memory documented."""
+    from memory_bank.bench.report import markdown, targets
+
+    def entry(size: int, search: float, core: float, restart: float, rss: float) -> dict:  # type: ignore[type-arg]
+        details = {"search_core_ms_p50": core, "rss_model_mb": 1200.0, "add_ms_p50": 30.0}
+        return {"size": size, "search_ms_p50": search, "restart_s": restart, "rss_mb": rss,
+                "add_ms_p50": 30.0, "details": details, "baselines": {}}  # fmt: skip
+
+    out = {"results": [entry(10_000, 9.0, 0.8, 0.05, 1300.0), entry(100_000, 12.0, 2.3, 0.2, 1500.0),
+                       entry(1_000_000, 19.0, 6.0, 5.5, 4200.0)], "scenarios": {}}  # fmt: skip
+    got = {t["target"]: (t["value"], t["limit"], t["met"]) for t in targets(out)}
+    assert got["search p50 at 10000 memories without embedding (ms)"] == (0.8, 1, True)
+    assert got["search p50 at 100000 memories without embedding (ms)"] == (2.3, 2, False)
+    assert "search p50 at 1000000 memories without embedding (ms)" not in got
+    assert got["search p50 at 100000 memories incl. query embedding (ms)"] == (12.0, 15, True)
+    assert got["search p50 at 1000000 memories incl. query embedding (ms)"] == (19.0, 20, True)
+    assert got["first search after a restart at 100000 memories (s)"] == (0.2, 1, True)
+    assert got["first search after a restart at 1000000 memories (s)"] == (5.5, 5, False)
+    per = got["resident memory per memory at 1000000 memories, the encoder's aside (KB)"]
+    assert per[0] == 3000 * 1024 / 1_000_000 and per[1:] == (None, None)  # documented, not judged
+    assert "| 3.07 | - | n/a |" in markdown({**out, "targets": targets(out)})
