@@ -5,6 +5,7 @@ Used by the web app's "My memories" tab and the terminal's ``/memories`` command
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import functools
@@ -180,6 +181,8 @@ def retention_figure(
 
 #: Fonts that can draw Chinese, tried in order (fonts-wqy-zenhei on Debian).
 CJK_FONTS = ("WenQuanYi Zen Hei", "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "SimHei")
+#: Parts of those fonts' file names (lower case, without dashes).
+CJK_FILE_KEYS = ("wqyzenhei", "notosanscjk", "notosanssc", "sourcehansans", "simhei")
 
 
 @functools.cache
@@ -188,6 +191,15 @@ def font_families() -> tuple[str, ...]:
     from matplotlib import font_manager
 
     installed = {f.name for f in font_manager.fontManager.ttflist}
+    if not installed.intersection(CJK_FONTS):
+        # Matplotlib lists the fonts it found when it first ran, in a cache: a CJK font installed
+        # since (fonts-wqy-zenhei after the first plot) would never be used, and Chinese memories
+        # would be drawn as empty boxes. Look for one among the system's fonts now (~10 ms).
+        for path in font_manager.findSystemFonts():
+            if any(key in path.lower().replace("-", "") for key in CJK_FILE_KEYS):
+                with contextlib.suppress(Exception):  # an unreadable font file is skipped
+                    font_manager.fontManager.addfont(path)
+        installed = {f.name for f in font_manager.fontManager.ttflist}
     return ("DejaVu Sans", *[name for name in CJK_FONTS if name in installed][:1])
 
 

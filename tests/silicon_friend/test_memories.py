@@ -86,3 +86,24 @@ def test_export_file_name_is_safe_for_any_user_name(bank, tmp_path) -> None:  # 
     bank.add_turn("../../etc/小明 x", "hi", "hello")
     path = export_user(bank, "../../etc/小明 x", tmp_path)
     assert path.parent == tmp_path and path.name == "memories_etc_小明_x.json"
+
+
+def test_a_cjk_font_installed_after_matplotlib_cached_its_fonts_is_found(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Matplotlib caches the fonts it found on its first run; a Chinese font installed since must
+    still draw the plot's Chinese memories (not empty boxes)."""
+    import pytest
+    from matplotlib import font_manager
+
+    from silicon_friend import memories
+
+    files = [p for p in font_manager.findSystemFonts() if any(k in p.lower().replace("-", "") for k in memories.CJK_FILE_KEYS)]
+    if not files:
+        pytest.skip("no CJK font on this machine (Debian: fonts-wqy-zenhei)")
+    stale = [f for f in font_manager.fontManager.ttflist if f.name not in memories.CJK_FONTS]
+    monkeypatch.setattr(font_manager.fontManager, "ttflist", stale)  # a cache made before the font
+    memories.font_families.cache_clear()
+    try:
+        family = memories.font_families()
+    finally:
+        memories.font_families.cache_clear()
+    assert family[0] == "DejaVu Sans" and family[1] in memories.CJK_FONTS
