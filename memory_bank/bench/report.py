@@ -54,7 +54,8 @@ def targets(out: dict[str, Any]) -> list[dict[str, Any]]:
         rss, model = _get(e, "memorybank", "rss_mb"), _get(e, "memorybank", "rss_model_mb")
         if size >= 100_000 and rss is not None and model is not None:
             add(
-                f"resident memory per memory at {size} memories, the encoder's aside (KB)",
+                f"peak resident memory per memory at {size} memories, store built in the same run, "
+                "the encoder's aside (KB)",
                 (rss - model) * 1024 / size,
                 None,
                 note=f"peak {rss:,.0f} MB, {model:,.0f} MB with the encoder loaded",
