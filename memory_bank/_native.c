@@ -1,5 +1,5 @@
-/* The search's two loops over every memory, compiled (setup.py builds this module; where it is
- * not built, NumPy computes the same results):
+/* The loops over every posting or memory that a search or a restart runs, compiled (setup.py
+ * builds this module; where it is not built, NumPy computes the same results):
  *
  * scan_runs: BM25's posting scan, the inner loop of memory_bank.index.LexicalIndex.score_array.
  *
