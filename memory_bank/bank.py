@@ -774,7 +774,7 @@ class MemoryBank:
         # own (one ranking of all memories, as with forgetting off; memory_bank.cold).
         cold_tier = f.cold_tier and f.mode != "off"  # with forgetting off nothing fades into it
         always = self._both_tiers()
-        part = self._cache.get(rec.id)
+        part = self._cache.get(rec.id, rec.counters)
         if len(part) == 0 and (always or not cold_tier):
             return []
         allowed = None

@@ -36,7 +36,7 @@ import numpy as np
 from memory_bank.config import RetrievalConfig
 from memory_bank.index import Partition, PartitionCache
 from memory_bank.records import RETRIEVABLE_KINDS
-from memory_bank.retrieval import ColdPenalty, Pipeline, Query
+from memory_bank.retrieval import ColdPenalty, Query, bank_pipeline
 from memory_bank.retrieval.query import member
 from memory_bank.stores import Storage, VectorBatch
 
@@ -186,7 +186,7 @@ class ColdTier:
             part = (self._all if live_rowids is not None else self._cache).get(user_id)
         if len(part) == 0:
             return []
-        pipeline = Pipeline.from_config(cfg)
+        pipeline = bank_pipeline(cfg)
         if live_rowids is not None and penalty > 0:
             pipeline = pipeline.with_term(ColdPenalty(penalty, live_rowids))
         with part.lock:

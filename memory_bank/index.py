@@ -142,6 +142,49 @@ def _grow(buf: np.ndarray, need: int) -> np.ndarray:
     return out
 
 
+def echo_share(
+    starts: np.ndarray, ids: np.ndarray, positions: np.ndarray, query_ids: np.ndarray
+) -> np.ndarray:
+    """For each of ``positions``, the share of the query's token ids (``query_ids``, distinct;
+    negative: unknown to the index) among its user words (``ids[starts[p]:starts[p + 1]]``):
+    ``|U & Q| / max(|U|, |Q|)``, 0 without user words (float64). The compiled loop where it
+    is built, else :func:`numpy_echo_share`: the same numbers."""
+    if native.echo_share is None or not len(query_ids):
+        return numpy_echo_share(starts, ids, positions, query_ids)
+    out = np.empty(len(positions), dtype=np.float64)
+    native.echo_share(
+        starts,
+        ids,
+        np.ascontiguousarray(positions, dtype=np.int64),
+        np.ascontiguousarray(query_ids, dtype=np.int32),
+        out,
+    )
+    return out
+
+
+def numpy_echo_share(
+    starts: np.ndarray, ids: np.ndarray, positions: np.ndarray, query_ids: np.ndarray
+) -> np.ndarray:
+    """:func:`echo_share` in NumPy."""
+    out = np.zeros(len(positions), dtype=np.float64)
+    q = query_ids
+    if not len(q) or not len(positions):
+        return out
+    first, ends = starts[positions], starts[positions + 1]
+    sizes = ends - first
+    has = sizes > 0
+    if not has.any():
+        return out
+    first, counts = first[has], sizes[has]
+    offsets = np.cumsum(counts) - counts  # where each memory's ids start in the gathered run
+    flat = ids[np.repeat(first - offsets, counts) + np.arange(int(counts.sum()))]
+    wanted = np.zeros(max(int(q.max()), int(flat.max())) + 1, dtype=np.int64)
+    wanted[q[q >= 0]] = 1  # unknown query tokens (negative ids) match nothing
+    common = np.add.reduceat(wanted[flat], offsets)
+    out[has] = common / np.maximum(counts, len(q))
+    return out
+
+
 class LexicalIndex:
     """An incremental BM25 index over the positions of one partition.
 
@@ -615,23 +658,11 @@ class Partition:
         """How far each memory's question repeats the query: ``|U & Q| / max(|U|, |Q|)`` over the
         distinct tokens of the user's words U of a turn that asked a question (1 for an earlier
         asking of the same question; 0 for statements and summaries, which are what is sought)."""
-        out = np.zeros(len(positions), dtype=np.float64)
-        q = self.lexical.token_ids(query_tokens)
-        if not len(q) or not len(positions):
-            return out
-        starts, ends = self._user_starts[positions], self._user_starts[positions + 1]
-        sizes = ends - starts
-        has = sizes > 0
-        if not has.any():
-            return out
-        first, counts = starts[has], sizes[has]
-        offsets = np.cumsum(counts) - counts  # where each memory's ids start in the gathered run
-        flat = self._user_ids[np.repeat(first - offsets, counts) + np.arange(int(counts.sum()))]
-        wanted = np.zeros(max(int(q.max()), int(flat.max())) + 1, dtype=np.int64)
-        wanted[q[q >= 0]] = 1  # unknown query tokens (negative ids) match nothing
-        common = np.add.reduceat(wanted[flat], offsets)
-        out[has] = common / np.maximum(counts, len(q))
-        return out
+        n = len(self)
+        starts = self._user_starts[: n + 1]
+        return echo_share(
+            starts, self._user_ids[: int(starts[-1])], positions, self.lexical.token_ids(query_tokens)
+        )
 
     def unanswered(self, positions: np.ndarray) -> np.ndarray:
         """Whether each memory is a turn whose question got only a question back (no fact)."""
@@ -829,8 +860,20 @@ class PartitionCache:
         self._lock = threading.Lock()
         self._snapshot_reader: concurrent.futures.ThreadPoolExecutor | None = None
 
-    def get(self, user_id: int) -> Partition:
-        """The user's partition, loaded lazily and refreshed if the store changed."""
+    def get(self, user_id: int, state: tuple[int, int, int] | None = None) -> Partition:
+        """The user's partition, loaded lazily and refreshed if the store changed.
+
+        ``state``: the user's counters (version, epoch, tiers) as the caller has just read them
+        (with the user's record). A cached partition that stands at exactly those is returned
+        without reading them again (one read fewer per search: the search sees the store as it
+        was a moment earlier, when its record was read); anything to load or refresh reads the
+        store's counters now, so a partition never holds memories newer than its counters say."""
+        if state is not None:
+            with self._lock:
+                part = self._parts.get(user_id)
+                if part is not None and (part.version, part.epoch, part.tiers) == state:
+                    self._parts.move_to_end(user_id)
+                    return part
         version, epoch, tiers = self._state(user_id)
         with self._lock:
             part = self._parts.get(user_id)

@@ -28,3 +28,12 @@ postings_misfit: Callable[..., str | None] | None = getattr(_module, "postings_m
 #: ``top_positive(scores, out_positions, out_scores) -> count``: the best positive float32
 #: scores, best first, ties to the earlier index, written into the two outputs.
 top_positive: Callable[..., int] | None = getattr(_module, "top_positive", None)
+#: ``echo_share(user_starts, user_ids, positions, query_ids, out)``: per position, the share of
+#: the query's ids among its user words (float64): :func:`memory_bank.index.numpy_echo_share`.
+echo_share: Callable[..., None] | None = getattr(_module, "echo_share", None)
+#: ``day_evidence(days, scores, top, out)``: per entry, the mean of the ``top`` best scores of its
+#: day (float64): :func:`memory_bank.retrieval.stages.numpy_day_evidence`.
+day_evidence: Callable[..., None] | None = getattr(_module, "day_evidence", None)
+#: ``neighbour_lift(scored, ranked_at, prev, next, scores, w_prev, w_next, out)``: the neighbour
+#: lift stage: :meth:`memory_bank.retrieval.stages.NeighbourLift.numpy_apply`.
+neighbour_lift: Callable[..., None] | None = getattr(_module, "neighbour_lift", None)

@@ -42,7 +42,15 @@ scores is a stage (``apply(ctx, cands, scores)``) rather than a term; see
 """
 
 from memory_bank.retrieval.candidates import Candidates, CandidateStep
-from memory_bank.retrieval.pipeline import Fusion, Pipeline, Ranked, ReciprocalRank, rank, weighted_sum
+from memory_bank.retrieval.pipeline import (
+    Fusion,
+    Pipeline,
+    Ranked,
+    ReciprocalRank,
+    bank_pipeline,
+    rank,
+    weighted_sum,
+)
 from memory_bank.retrieval.query import Context, Query
 from memory_bank.retrieval.stages import DayEvidence, NeighbourLift, Stage
 from memory_bank.retrieval.terms import (
@@ -76,6 +84,7 @@ __all__ = [
     "Stage",
     "Term",
     "Unanswered",
+    "bank_pipeline",
     "rank",
     "weighted_sum",
 ]

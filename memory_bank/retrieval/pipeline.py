@@ -146,8 +146,13 @@ def rank(
 ) -> Ranked:
     """Top-``k`` positions of ``part`` for ``query`` with the bank's pipeline for ``cfg``."""
     parsed = Query.parse(part, query, query_vector, now=now, allowed_kinds=allowed_kinds)
-    # Keyed by the config's values (a config may be changed in place); building costs ~10 us.
-    return _bank_pipeline(tuple(cfg.__dict__.items())).rank(part, parsed, k)
+    return bank_pipeline(cfg).rank(part, parsed, k)
+
+
+def bank_pipeline(cfg: RetrievalConfig) -> Pipeline:
+    """``Pipeline.from_config(cfg)``, built once per distinct config: keyed by the config's
+    values (a config may be changed in place); building one costs ~10 us."""
+    return _bank_pipeline(tuple(cfg.__dict__.items()))
 
 
 @functools.lru_cache(maxsize=64)

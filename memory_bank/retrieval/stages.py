@@ -21,6 +21,7 @@ from typing import Protocol
 
 import numpy as np
 
+from memory_bank import native
 from memory_bank.config import RetrievalConfig
 from memory_bank.index import Partition
 from memory_bank.retrieval.candidates import Candidates
@@ -62,6 +63,24 @@ class NeighbourLift:
 
     def apply(self, ctx: Context, cands: Candidates, scores: np.ndarray) -> np.ndarray:
         at = cands.ranked_at
+        if native.neighbour_lift is not None:
+            out = np.empty(len(scores), dtype=np.float64)
+            native.neighbour_lift(
+                np.ascontiguousarray(cands.scored, dtype=np.int64),
+                np.ascontiguousarray(at, dtype=np.int64),
+                np.ascontiguousarray(cands.prev, dtype=np.int64),
+                np.ascontiguousarray(cands.next, dtype=np.int64),
+                np.ascontiguousarray(scores, dtype=np.float64),
+                self.prev_weight,
+                self.next_weight,
+                out,
+            )
+            return out
+        return self.numpy_apply(cands, scores)
+
+    def numpy_apply(self, cands: Candidates, scores: np.ndarray) -> np.ndarray:
+        """:meth:`apply` in NumPy (the compiled loop gives the same numbers)."""
+        at = cands.ranked_at
         me = scores[at]
 
         def lift(weight: float, other: np.ndarray) -> np.ndarray:
@@ -79,10 +98,27 @@ def day_evidence(part: Partition, positions: np.ndarray, scores: np.ndarray, top
     """For each position, the mean of the ``top`` best ``scores`` among ``positions`` on its day.
 
     One sort by (day, best score first): a day is a run of it, and the run's first ``top``
-    scores are summed in that order (so the sums are those of adding them best first)."""
-    n = len(positions)
-    order = np.lexsort((-scores, part.day_ids(positions)))
-    grouped = part.day_ids(positions[order])
+    scores are summed in that order (so the sums are those of adding them best first). The
+    compiled loop where it is built (and no score is NaN), else :func:`numpy_day_evidence`:
+    the same numbers."""
+    days = part.day_ids(positions)
+    if native.day_evidence is not None and not np.isnan(scores).any():
+        out = np.empty(len(positions), dtype=np.float64)
+        native.day_evidence(
+            np.ascontiguousarray(days, dtype=np.int32),
+            np.ascontiguousarray(scores, dtype=np.float64),
+            top,
+            out,
+        )
+        return out
+    return numpy_day_evidence(days, scores, top)
+
+
+def numpy_day_evidence(days: np.ndarray, scores: np.ndarray, top: int) -> np.ndarray:
+    """:func:`day_evidence` given each position's day number, in NumPy."""
+    n = len(days)
+    order = np.lexsort((-scores, days))
+    grouped = days[order]
     new_run = np.empty(n, dtype=bool)
     new_run[:1] = True
     np.not_equal(grouped[1:], grouped[:-1], out=new_run[1:])

@@ -52,6 +52,13 @@ class UserRecord:
     last_forget_date: str | None
     version: int
     epoch: int
+    #: The tier counter (:meth:`Storage.user_counters`' third), when the record was read with it.
+    tiers: int | None = None
+
+    @property
+    def counters(self) -> tuple[int, int, int] | None:
+        """``(version, epoch, tiers)`` as read with this record, ``None`` without the tiers."""
+        return None if self.tiers is None else (self.version, self.epoch, self.tiers)
 
 
 @dataclasses.dataclass

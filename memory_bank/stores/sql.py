@@ -139,7 +139,7 @@ FIELDS = (
 #: What a read selects of a memory, in the order :func:`to_memory` reads.
 COLUMNS = "id, " + FIELDS.removeprefix("user_id, ")
 _M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in COLUMNS.split(","))
-_USER_COLUMNS = "id, name, extra, last_forget_date, version, epoch"
+_USER_COLUMNS = "id, name, extra, last_forget_date, version, epoch, tiers"
 INSERT = f"INSERT INTO memories({FIELDS}) VALUES ({','.join('?' * len(FIELDS.split(',')))})"
 _ORDER = " ORDER BY m.date, CASE m.kind WHEN 'turn' THEN 0 ELSE 1 END, m.turn NULLS FIRST, m.id"
 _SELECT = f"SELECT u.name, {_M_COLUMNS} FROM memories m JOIN users u ON u.id = m.user_id WHERE "
@@ -210,7 +210,7 @@ def _to_memory(user: str, row: Sequence[Any]) -> Memory:
 
 
 def to_user(row: Sequence[Any]) -> UserRecord:
-    return UserRecord(int(row[0]), row[1], json.loads(row[2]), row[3], int(row[4]), int(row[5]))
+    return UserRecord(int(row[0]), row[1], json.loads(row[2]), row[3], int(row[4]), int(row[5]), int(row[6]))
 
 
 def same_content(m: Memory, row: Sequence[Any]) -> bool:

@@ -133,3 +133,24 @@ def test_a_search_after_a_new_turn_costs_the_same_at_any_history_length(make_ban
     a = _steps(small, lambda: small.search("Ann", "hiking again", k=3))
     b = _steps(large, lambda: large.search("Ann", "hiking again", k=3))
     assert b <= 2 * a + 5, (a, b)
+
+
+def test_a_warm_search_takes_the_counters_with_the_user_and_still_sees_another_process_write(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A search reads the user's record and, with it, the counters that say whether the cached
+    index is current: one read, not two. A write by another process (another server on the
+    store) moves the counters, so the next search loads the new memory."""
+    bank, other = make_bank(tmp_path / "shared"), make_bank(tmp_path / "shared")
+    bank.add_turn("Ann", "I went hiking yesterday.", "Nice!")
+    bank.search("Ann", "hiking", k=3)  # loads the index
+    statements: list[str] = []
+    conn: sqlite3.Connection = bank.storage._conn()
+    conn.set_trace_callback(statements.append)
+    try:
+        assert bank.search("Ann", "hiking", k=3)
+    finally:
+        conn.set_trace_callback(None)
+    user_reads = [s for s in statements if "FROM users" in s and "JOIN" not in s]
+    assert len(user_reads) == 1 and "tiers" in user_reads[0], statements
+    other.add_turn("Ann", "Just now I adopted a parrot named Kiwi.", "Wow!")
+    hits = bank.search("Ann", "my parrot Kiwi", k=1)
+    assert hits and "Kiwi" in hits[0].memory.text
