@@ -29,6 +29,7 @@ environment at build time and never stored in the spec or logged.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import importlib.util
 import json
@@ -339,6 +340,25 @@ def _build_llamacpp(spec: LLMSpec) -> BaseChatModel:
 
 _LOADED: dict[tuple[Any, ...], tuple[Any, ModelLock]] = {}
 _LOADED_LOCK = threading.Lock()
+
+
+def _close_loaded() -> None:
+    """At interpreter exit, free the loaded llama.cpp models that no call is using, while the
+    modules their finalisers need still exist (left to garbage collection at shutdown, each
+    printed a ``TypeError`` from inside llama_cpp). A model still in use is left as it is. The
+    lock of a freed model is kept: only daemon threads run at exit, and one that comes for
+    the model now waits until the process ends instead of calling into freed memory."""
+    with _LOADED_LOCK:
+        for key, (llm, lock) in list(_LOADED.items()):
+            if lock.try_acquire():
+                del _LOADED[key]
+                try:
+                    llm.close()
+                except Exception:  # shutting down: nothing left to report to
+                    logger.debug("closing %s failed", key[0], exc_info=True)
+
+
+atexit.register(_close_loaded)
 
 
 def _load_llama(

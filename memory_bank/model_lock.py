@@ -69,6 +69,14 @@ class ModelLock:
                     self._waiting -= 1
             self._held = True
 
+    def try_acquire(self) -> bool:
+        """Take the lock if the model is idle and nobody waits for it; never waits."""
+        with self._cond:
+            if self._held or self._waiting:
+                return False
+            self._held = True
+            return True
+
     def release(self) -> None:
         with self._cond:
             self._held = False

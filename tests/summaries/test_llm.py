@@ -170,3 +170,28 @@ def test_a_file_that_is_not_a_gguf_fails_clearly(tmp_path: Path) -> None:
     chat = build_chat_model(f"llamacpp:{bad}")  # building is lazy: nothing is loaded yet
     with pytest.raises(llm.ModelLoadError, match="check that it is a GGUF model"):
         chat.invoke("hi")
+
+
+def test_loaded_models_are_freed_at_exit_unless_in_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Freed by an exit hook while the modules their finalisers call still exist (at shutdown
+    llama_cpp's own finaliser printed a TypeError per model); one still in use is left alone,
+    and a freed model's lock stays taken, so a late caller waits instead of using freed memory."""
+    from memory_bank.model_lock import ModelLock
+
+    class Model:
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    idle, busy = Model(), Model()
+    idle_lock, busy_lock = ModelLock(), ModelLock()
+    busy_lock.acquire()  # a reply streaming on another thread
+    loaded = {("idle.gguf",): (idle, idle_lock), ("busy.gguf",): (busy, busy_lock)}
+    monkeypatch.setattr(llm, "_LOADED", loaded)
+    llm._close_loaded()
+    assert idle.closed and not busy.closed
+    assert list(loaded) == [("busy.gguf",)]
+    assert not idle_lock.try_acquire()  # kept: nobody gets the freed model
+    busy_lock.release()
+    assert busy_lock.try_acquire()
