@@ -435,6 +435,15 @@ take_buffers(PyObject **objs, Py_buffer **bufs, const int *writable, int n)
     return got;
 }
 
+/* Releases the first got of bufs and returns result (NULL when an exception is set). */
+static PyObject *
+released(PyObject *result, Py_buffer **bufs, int got)
+{
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(bufs[i]);
+    return result;
+}
+
 static int
 want_f64(Py_buffer *b, const char *name)
 {
@@ -507,13 +516,10 @@ echo_share(PyObject *self, PyObject *args)
         PyErr_Format(PyExc_IndexError, "position %zd has no words in the index", bad);
         goto done;
     }
-    result = Py_None;
-    Py_INCREF(result);
+    result = Py_NewRef(Py_None);
 done:
     PyMem_Free(wanted);
-    for (int i = 0; i < got; i++)
-        PyBuffer_Release(bufs[i]);
-    return result;
+    return released(result, bufs, got);
 }
 
 /* The order day_evidence groups by: day ascending, then score descending, then index. */
@@ -588,13 +594,10 @@ day_evidence(PyObject *self, PyObject *args)
             o[e[i].i] = mean;
         a = b;
     }
-    result = Py_None;
-    Py_INCREF(result);
+    result = Py_NewRef(Py_None);
 done:
     PyMem_Free(e);
-    for (int i = 0; i < got; i++)
-        PyBuffer_Release(bufs[i]);
-    return result;
+    return released(result, bufs, got);
 }
 
 /* The index of the first element of a (ascending, n long) not below v. */
@@ -662,12 +665,9 @@ neighbour_lift(PyObject *self, PyObject *args)
         }
         o[i] = me + (lifts[0] + lifts[1]);
     }
-    result = Py_None;
-    Py_INCREF(result);
+    result = Py_NewRef(Py_None);
 done:
-    for (int i = 0; i < got; i++)
-        PyBuffer_Release(bufs[i]);
-    return result;
+    return released(result, bufs, got);
 }
 
 static PyMethodDef methods[] = {
