@@ -497,7 +497,7 @@ echo_share(PyObject *self, PyObject *args)
     Py_ssize_t bad = -1;
     for (Py_ssize_t j = 0; j < m; j++) {
         int64_t at = p[j];
-        if (at < 0 || at + 1 >= nst || s[at] < 0 || s[at + 1] > nids) {
+        if (at < 0 || at >= nst - 1 || s[at] < 0 || s[at + 1] > nids) { /* nst - 1: no overflow */
             bad = j;
             break;
         }
@@ -558,6 +558,10 @@ day_evidence(PyObject *self, PyObject *args)
     if (!want(&dy, "days", 'i', 4) || !want_f64(&sc, "scores") || !want_f64(&out, "out"))
         goto done;
     Py_ssize_t n = dy.shape[0];
+    if (top < 1) {
+        PyErr_Format(PyExc_ValueError, "top must be at least 1, got %zd", top);
+        goto done;
+    }
     if (sc.shape[0] != n || out.shape[0] != n) {
         PyErr_SetString(PyExc_ValueError, "days, scores and out must have one length");
         goto done;
@@ -660,8 +664,8 @@ neighbour_lift(PyObject *self, PyObject *args)
                 PyErr_Format(PyExc_ValueError, "a neighbour of ranked_at[%zd] is not scored", j);
                 goto done;
             }
-            double x = s[k] - me;
-            lifts[side] = w[side] * (x > 0.0 ? x : 0.0);
+            double x = s[k] - me; /* np.maximum(0.0, x): a NaN stays NaN */
+            lifts[side] = w[side] * (x != x ? x : (x > 0.0 ? x : 0.0));
         }
         o[i] = me + (lifts[0] + lifts[1]);
     }

@@ -101,6 +101,8 @@ def day_evidence(part: Partition, positions: np.ndarray, scores: np.ndarray, top
     scores are summed in that order (so the sums are those of adding them best first). The
     compiled loop where it is built (and no score is NaN), else :func:`numpy_day_evidence`:
     the same numbers."""
+    if top < 1:
+        raise ValueError(f"day evidence averages a day's {top} best scores; it needs at least 1")
     days = part.day_ids(positions)
     if native.day_evidence is not None and not np.isnan(scores).any():
         out = np.empty(len(positions), dtype=np.float64)

@@ -144,3 +144,32 @@ def test_a_search_ranks_the_same_with_and_without_the_kernels(
     for name in ("echo_share", "day_evidence", "neighbour_lift"):
         monkeypatch.setattr(native, name, None)
     assert ranked() == with_kernels and all(with_kernels)
+
+
+@needs_kernels
+def test_the_kernels_hold_at_the_edges_of_their_inputs() -> None:
+    # A position at the top of int64 is refused, not wrapped round into a read before the buffer.
+    big = np.array([0, 2, 5], dtype=np.int64)
+    with pytest.raises(IndexError):
+        native.echo_share(
+            big[1:], np.array([7, 7], dtype=np.int32), np.array([2**63 - 1], dtype=np.int64),
+            np.array([7], dtype=np.int32), np.empty(1),
+        )  # fmt: skip
+    # NaN and infinite scores lift as NumPy's maximum lifts them (a NaN stays NaN).
+    cands = Candidates(np.array([1]), np.array([1, 2]), np.array([-1]), np.array([2]))
+    lift = NeighbourLift(0.0, 0.5)
+    for scores in ([0.5, np.nan], [-np.inf, -np.inf], [np.inf, np.inf], [np.nan, 1.0]):
+        got = lift.apply(None, cands, np.array(scores))  # type: ignore[arg-type]
+        with np.errstate(invalid="ignore"):  # inf - inf
+            want = lift.numpy_apply(cands, np.array(scores))
+        assert got.tobytes() == want.tobytes(), scores
+    # A day's evidence of no memories is refused with a reason, compiled or not.
+    with pytest.raises(ValueError, match="at least 1"):
+        native.day_evidence(np.zeros(2, dtype=np.int32), np.ones(2), 0, np.empty(2))
+
+    class Part:
+        def day_ids(self, positions: np.ndarray) -> np.ndarray:
+            return np.zeros(len(positions), dtype=np.int32)
+
+    with pytest.raises(ValueError, match="at least 1"):
+        stages.day_evidence(Part(), np.arange(2), np.ones(2), 0)  # type: ignore[arg-type]
