@@ -1,18 +1,22 @@
 /* The loops over every posting or memory that a search or a restart runs, compiled (setup.py
  * builds this module; where it is not built, NumPy computes the same results):
  *
- * scan_runs: BM25's posting scan, the inner loop of memory_bank.index.LexicalIndex.score_array.
+ * scan_runs: BM25's posting scan, memory_bank.index.LexicalIndex.score_top.
  *
- * For each posting i (position pos[i], term frequency tf[i]) of each run of postings (one
- * query token's, of weight w), in the order the runs are given:
+ * Every score starts at 0; then for each posting i (position pos[i], term frequency tf[i]) of
+ * each run of postings (one query token's, of weight w), in the order the runs are given:
  *
- *     part = tf[i] * w;  part *= k1p1;  denom = norms[pos[i]] + tf[i];  acc[pos[i]] += part / denom
+ *     norm = lengths[pos[i]] * c1;  norm += c0;
+ *     part = tf[i] * w;  part *= k1p1;  denom = norm + tf[i];  acc[pos[i]] += part / denom
  *
  * in float32, in exactly this order of operations, which is what the NumPy fallback computes
- * with whole-array operations (tf * w, *=, take, +=, /=, np.add.at): the scores are the same
- * bits either way (tested). The NumPy version makes six passes over each run and allocates
- * four temporaries; this one reads each posting once, without the GIL. Positions are int32 or
- * int64, frequencies float32 or uint16 (an index keeps them as the snapshot stored them).
+ * with whole-array operations (norms once, then tf * w, *=, take, +=, /=, np.add.at): the
+ * scores are the same bits either way (tested). The norms come from the lengths as each
+ * posting is read, so no array of them is recomputed after every add (0.3-0.5 ms at a million
+ * memories, before the first search after each). The NumPy version makes six passes over each
+ * run and allocates four temporaries; this one reads each posting once, without the GIL, then
+ * finds the best positive scores as top_positive does. Positions are int32 or int64,
+ * frequencies float32 or uint16 (an index keeps them as the snapshot stored them).
  *
  * postings_misfit: one pass checking that every run of a CSR posting list ascends strictly,
  * names positions in [0, n) and has positive frequencies (memory_bank.lexical_snapshot).
@@ -85,23 +89,124 @@ want_pos(Py_buffer *b, int *wide)
     return want(b, "pos", 'i', *wide ? 8 : 4);
 }
 
+/* The heap's order: a is "worse" than b when its score is lower, or equal with a later index
+ * (ties go to the earlier index, as a stable sort by descending score gives them). */
+static inline int
+worse(float sa, int64_t ia, float sb, int64_t ib)
+{
+    return sa < sb || (sa == sb && ia > ib);
+}
+
+/* Swaps heap entries a and b (score and index together). */
+static inline void
+swap(float *hs, int64_t *hi, Py_ssize_t a, Py_ssize_t b)
+{
+    float ts = hs[a];
+    hs[a] = hs[b];
+    hs[b] = ts;
+    int64_t ti = hi[a];
+    hi[a] = hi[b];
+    hi[b] = ti;
+}
+
+static void
+sift_down(float *hs, int64_t *hi, Py_ssize_t k, Py_ssize_t j)
+{
+    for (;;) {
+        Py_ssize_t l = 2 * j + 1, r = l + 1, w = j;
+        if (l < k && worse(hs[l], hi[l], hs[w], hi[w]))
+            w = l;
+        if (r < k && worse(hs[r], hi[r], hs[w], hi[w]))
+            w = r;
+        if (w == j)
+            return;
+        swap(hs, hi, j, w);
+        j = w;
+    }
+}
+
+#define BLOCK 32
+
+/* Offers scores s[from, to) to a min-heap (hs, hi) of at most k of the best positive scores
+ * seen so far, by (score, earlier index); *size is how many it holds and *thr the score to
+ * beat (0 until it is full, then its worst). Scores must come in index order: one equal to the
+ * heap's worst never enters, since the one held came earlier. One comparison per score, which
+ * almost always fails once the heap is full: no branch to mispredict on zeros mixed with
+ * positives. */
+static void
+offer(const float *s, Py_ssize_t from, Py_ssize_t to, float *hs, int64_t *hi, Py_ssize_t k,
+      Py_ssize_t *size, float *thr)
+{
+    float t = *thr;
+    Py_ssize_t z = *size;
+    for (Py_ssize_t i = from; i < to && k > 0; i++) {
+        if (((i - from) & (BLOCK - 1)) == 0 && i + BLOCK <= to) {
+            /* A block none of whose scores beats the threshold is skipped whole (NaN never
+             * does); the compiler turns this test into a few vector compares. */
+            int any = 0;
+            for (Py_ssize_t j = 0; j < BLOCK; j++)
+                any |= s[i + j] > t;
+            if (!any) {
+                i += BLOCK - 1;
+                continue;
+            }
+        }
+        float v = s[i];
+        if (!(v > t))
+            continue;
+        if (z < k) {
+            Py_ssize_t j = z++;
+            hs[j] = v;
+            hi[j] = i;
+            while (j > 0) { /* sift up */
+                Py_ssize_t q = (j - 1) / 2;
+                if (!worse(hs[j], hi[j], hs[q], hi[q]))
+                    break;
+                swap(hs, hi, j, q);
+                j = q;
+            }
+            if (z == k)
+                t = hs[0];
+        } else {
+            hs[0] = v;
+            hi[0] = i;
+            sift_down(hs, hi, k, 0);
+            t = hs[0];
+        }
+    }
+    *thr = t;
+    *size = z;
+}
+
+/* The heap's entries best first: pop the worst to the end, one at a time. */
+static void
+heap_sorted(float *hs, int64_t *hi, Py_ssize_t size)
+{
+    for (Py_ssize_t end = size - 1; end > 0; end--) {
+        swap(hs, hi, 0, end);
+        sift_down(hs, hi, end, 0);
+    }
+}
+
 /* The scan of one run for each kind of position and frequency array: the index of the first
  * posting past the n scored positions (or negative), else -1. Four postings at a time where
- * the compiler has vector types: their norms gathered, their parts computed as one vector
- * (each lane the same IEEE operations, so the same bits as one at a time), then added one by
- * one in order; the division, the loop's slowest step, is then done four at once (1.2 against
- * 1.7 ms for the 1.2M postings of a query at a million memories). */
+ * the compiler has vector types: their lengths gathered, their norms and parts computed as one
+ * vector (each lane the same IEEE operations, so the same bits as one at a time), then added
+ * one by one in order; the division, the loop's slowest step, is then done four at once. */
 #if defined(__GNUC__) || defined(__clang__)
 typedef float v4sf __attribute__((vector_size(16)));
 #define SCAN_FOUR(PT)                                                                            \
     const v4sf vw = {fw, fw, fw, fw}, vk = {fk, fk, fk, fk};                                     \
+    const v4sf v0 = {c0, c0, c0, c0}, v1 = {c1, c1, c1, c1};                                     \
     for (; i + 4 <= m; i += 4) {                                                                 \
         uint64_t q0 = (uint64_t)(int64_t)p[i], q1 = (uint64_t)(int64_t)p[i + 1];                 \
         uint64_t q2 = (uint64_t)(int64_t)p[i + 2], q3 = (uint64_t)(int64_t)p[i + 3];             \
         if ((q0 >= n) | (q1 >= n) | (q2 >= n) | (q3 >= n))                                       \
             break; /* the loop below stops at the bad one */                                     \
         v4sf tt = {(float)t[i], (float)t[i + 1], (float)t[i + 2], (float)t[i + 3]};              \
-        v4sf nn = {nr[q0], nr[q1], nr[q2], nr[q3]};                                              \
+        v4sf nn = {ln[q0], ln[q1], ln[q2], ln[q3]};                                              \
+        nn = nn * v1;                                                                            \
+        nn = nn + v0;                                                                            \
         v4sf part = tt * vw;                                                                     \
         part = part * vk;                                                                        \
         v4sf denom = nn + tt;                                                                    \
@@ -116,8 +221,8 @@ typedef float v4sf __attribute__((vector_size(16)));
 #endif
 
 #define DEFINE_SCAN(NAME, PT, TT)                                                                \
-    static Py_ssize_t NAME(float *a, const float *nr, uint64_t n, const PT *p, const TT *t,      \
-                           Py_ssize_t m, float fw, float fk)                                     \
+    static Py_ssize_t NAME(float *a, const float *ln, uint64_t n, const PT *p, const TT *t,      \
+                           Py_ssize_t m, float fw, float fk, float c0, float c1)                 \
     {                                                                                            \
         Py_ssize_t i = 0;                                                                        \
         SCAN_FOUR(PT)                                                                            \
@@ -126,9 +231,11 @@ typedef float v4sf __attribute__((vector_size(16)));
             if (q >= n)                                                                          \
                 return i;                                                                        \
             float tt = (float)t[i];                                                              \
+            float norm = ln[q] * c1;                                                             \
+            norm = norm + c0;                                                                    \
             float part = tt * fw;                                                                \
             part = part * fk;                                                                    \
-            float denom = nr[q] + tt;                                                            \
+            float denom = norm + tt;                                                             \
             part = part / denom;                                                                 \
             a[q] = a[q] + part;                                                                  \
         }                                                                                        \
@@ -143,33 +250,40 @@ DEFINE_SCAN(scan_i64_u16, int64_t, uint16_t)
 static PyObject *
 scan_runs(PyObject *self, PyObject *args)
 {
-    PyObject *acc_obj, *norms_obj, *runs_obj;
-    double k1p1;
-    if (!PyArg_ParseTuple(args, "OOOd", &acc_obj, &norms_obj, &runs_obj, &k1p1))
+    PyObject *acc_obj, *len_obj, *runs_obj, *op_obj, *os_obj;
+    double c0d, c1d, k1p1;
+    if (!PyArg_ParseTuple(args, "OOddOdOO", &acc_obj, &len_obj, &c0d, &c1d, &runs_obj, &k1p1, &op_obj,
+                          &os_obj))
         return NULL;
     PyObject *seq = PySequence_Fast(runs_obj, "runs must be a sequence of (pos, tf, w)");
     if (seq == NULL)
         return NULL;
     Py_ssize_t nruns = PySequence_Fast_GET_SIZE(seq);
     Run *runs = PyMem_Calloc(nruns ? nruns : 1, sizeof(Run));
-    Py_buffer acc, norms;
-    int got_acc = 0, got_norms = 0;
+    Py_buffer acc, lens, op, os;
+    Py_buffer *bufs[4] = {&acc, &lens, &op, &os};
+    PyObject *objs[4] = {acc_obj, len_obj, op_obj, os_obj};
+    int got = 0;
     PyObject *result = NULL;
     if (runs == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    if (PyObject_GetBuffer(acc_obj, &acc, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE) < 0)
+    for (; got < 4; got++) {
+        int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (got != 1 ? PyBUF_WRITABLE : 0);
+        if (PyObject_GetBuffer(objs[got], bufs[got], flags) < 0)
+            goto done;
+    }
+    if (!want(&acc, "acc", 'f', 4) || !want(&lens, "lengths", 'f', 4) ||
+        !want(&op, "out_positions", 'i', 8) || !want(&os, "out_scores", 'f', 4))
         goto done;
-    got_acc = 1;
-    if (PyObject_GetBuffer(norms_obj, &norms, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0)
+    Py_ssize_t n = acc.shape[0], k = op.shape[0];
+    if (lens.shape[0] != n) {
+        PyErr_SetString(PyExc_ValueError, "lengths must match acc in length");
         goto done;
-    got_norms = 1;
-    if (!want(&acc, "acc", 'f', 4) || !want(&norms, "norms", 'f', 4))
-        goto done;
-    Py_ssize_t n = acc.shape[0];
-    if (norms.shape[0] != n) {
-        PyErr_SetString(PyExc_ValueError, "norms must match acc in length");
+    }
+    if (os.shape[0] != k) {
+        PyErr_SetString(PyExc_ValueError, "out_scores must match out_positions in length");
         goto done;
     }
     for (Py_ssize_t r = 0; r < nruns; r++) {
@@ -193,21 +307,28 @@ scan_runs(PyObject *self, PyObject *args)
         }
         run->w = (float)w;
     }
-    float *a = (float *)acc.buf;
-    const float *nr = (const float *)norms.buf;
-    const float fk = (float)k1p1;
-    Py_ssize_t bad_run = -1, bad = -1;
+    float *a = (float *)acc.buf, *hs = (float *)os.buf;
+    int64_t *hi = (int64_t *)op.buf;
+    const float *ln = (const float *)lens.buf;
+    const float fk = (float)k1p1, c0 = (float)c0d, c1 = (float)c1d;
+    Py_ssize_t bad_run = -1, bad = -1, size = 0;
+    float thr = 0.0f;
     Py_BEGIN_ALLOW_THREADS
+    memset(a, 0, (size_t)n * sizeof(float));
     for (Py_ssize_t r = 0; r < nruns && bad < 0; r++) {
         Run *run = &runs[r];
         const void *p = run->pos.buf, *t = run->tf.buf;
         if (run->wide)
-            bad = run->tf16 ? scan_i64_u16(a, nr, (uint64_t)n, p, t, run->m, run->w, fk)
-                            : scan_i64_f32(a, nr, (uint64_t)n, p, t, run->m, run->w, fk);
+            bad = run->tf16 ? scan_i64_u16(a, ln, (uint64_t)n, p, t, run->m, run->w, fk, c0, c1)
+                            : scan_i64_f32(a, ln, (uint64_t)n, p, t, run->m, run->w, fk, c0, c1);
         else
-            bad = run->tf16 ? scan_i32_u16(a, nr, (uint64_t)n, p, t, run->m, run->w, fk)
-                            : scan_i32_f32(a, nr, (uint64_t)n, p, t, run->m, run->w, fk);
+            bad = run->tf16 ? scan_i32_u16(a, ln, (uint64_t)n, p, t, run->m, run->w, fk, c0, c1)
+                            : scan_i32_f32(a, ln, (uint64_t)n, p, t, run->m, run->w, fk, c0, c1);
         bad_run = r;
+    }
+    if (bad < 0) {
+        offer(a, 0, n, hs, hi, k, &size, &thr);
+        heap_sorted(hs, hi, size);
     }
     Py_END_ALLOW_THREADS
     if (bad >= 0) {
@@ -215,8 +336,7 @@ scan_runs(PyObject *self, PyObject *args)
                      bad, bad_run, n);
         goto done;
     }
-    result = Py_None;
-    Py_INCREF(result);
+    result = PyLong_FromSsize_t(size);
 done:
     if (runs != NULL) {
         for (Py_ssize_t r = 0; r < nruns; r++) {
@@ -225,12 +345,10 @@ done:
             if (runs[r].got > 1)
                 PyBuffer_Release(&runs[r].tf);
         }
-        PyMem_Free(runs);
     }
-    if (got_norms)
-        PyBuffer_Release(&norms);
-    if (got_acc)
-        PyBuffer_Release(&acc);
+    PyMem_Free(runs);
+    for (int i = 0; i < got; i++)
+        PyBuffer_Release(bufs[i]);
     Py_DECREF(seq);
     return result;
 }
@@ -299,44 +417,6 @@ done:
 }
 
 
-/* The heap's order: a is "worse" than b when its score is lower, or equal with a later index
- * (ties go to the earlier index, as a stable sort by descending score gives them). */
-static inline int
-worse(float sa, int64_t ia, float sb, int64_t ib)
-{
-    return sa < sb || (sa == sb && ia > ib);
-}
-
-/* Swaps heap entries a and b (score and index together). */
-static inline void
-swap(float *hs, int64_t *hi, Py_ssize_t a, Py_ssize_t b)
-{
-    float ts = hs[a];
-    hs[a] = hs[b];
-    hs[b] = ts;
-    int64_t ti = hi[a];
-    hi[a] = hi[b];
-    hi[b] = ti;
-}
-
-static void
-sift_down(float *hs, int64_t *hi, Py_ssize_t k, Py_ssize_t j)
-{
-    for (;;) {
-        Py_ssize_t l = 2 * j + 1, r = l + 1, w = j;
-        if (l < k && worse(hs[l], hi[l], hs[w], hi[w]))
-            w = l;
-        if (r < k && worse(hs[r], hi[r], hs[w], hi[w]))
-            w = r;
-        if (w == j)
-            return;
-        swap(hs, hi, j, w);
-        j = w;
-    }
-}
-
-#define BLOCK 32
-
 static PyObject *
 top_positive(PyObject *self, PyObject *args)
 {
@@ -365,52 +445,10 @@ top_positive(PyObject *self, PyObject *args)
     float *hs = (float *)os.buf;
     int64_t *hi = (int64_t *)op.buf;
     Py_ssize_t size = 0;
-    Py_BEGIN_ALLOW_THREADS
-    /* A min-heap of the best k seen so far, by (score, earlier index). Scanning in index order,
-     * a score equal to the heap's worst never enters: the one held came earlier. One comparison
-     * per score against a threshold (0 until the heap is full, then its worst), which almost
-     * always fails once it is full: no branch to mispredict on zeros mixed with positives. */
     float thr = 0.0f;
-    for (Py_ssize_t i = 0; i < n && k > 0; i++) {
-        if ((i & (BLOCK - 1)) == 0 && i + BLOCK <= n) {
-            /* A block none of whose scores beats the threshold is skipped whole (NaN never
-             * does); the compiler turns this test into a few vector compares. */
-            int any = 0;
-            for (Py_ssize_t j = 0; j < BLOCK; j++)
-                any |= s[i + j] > thr;
-            if (!any) {
-                i += BLOCK - 1;
-                continue;
-            }
-        }
-        float v = s[i];
-        if (!(v > thr))
-            continue;
-        if (size < k) {
-            Py_ssize_t j = size++;
-            hs[j] = v;
-            hi[j] = i;
-            while (j > 0) { /* sift up */
-                Py_ssize_t p = (j - 1) / 2;
-                if (!worse(hs[j], hi[j], hs[p], hi[p]))
-                    break;
-                swap(hs, hi, j, p);
-                j = p;
-            }
-            if (size == k)
-                thr = hs[0];
-        } else {
-            hs[0] = v;
-            hi[0] = i;
-            sift_down(hs, hi, k, 0);
-            thr = hs[0];
-        }
-    }
-    /* Best first: pop the worst to the end, one at a time. */
-    for (Py_ssize_t end = size - 1; end > 0; end--) {
-        swap(hs, hi, 0, end);
-        sift_down(hs, hi, end, 0);
-    }
+    Py_BEGIN_ALLOW_THREADS
+    offer(s, 0, n, hs, hi, k, &size, &thr);
+    heap_sorted(hs, hi, size);
     Py_END_ALLOW_THREADS
     result = PyLong_FromSsize_t(size);
 done:
@@ -676,8 +714,9 @@ done:
 
 static PyMethodDef methods[] = {
     {"scan_runs", scan_runs, METH_VARARGS,
-     "scan_runs(acc, norms, runs, k1p1): for each (pos, tf, w) of runs, in order,\n"
-     "acc[pos] += tf*w*k1p1 / (norms[pos] + tf), in float32."},
+     "scan_runs(acc, lengths, c0, c1, runs, k1p1, out_positions, out_scores) -> count: acc set to 0,\n"
+     "then for each (pos, tf, w) of runs, in order, acc[pos] += tf*w*k1p1 / (lengths[pos]*c1 + c0 + tf)\n"
+     "in float32; the best positive scores written into the outputs as top_positive does."},
     {"postings_misfit", postings_misfit, METH_VARARGS,
      "postings_misfit(starts, pos, tf, n) -> None or why: every row of the CSR postings ascends\n"
      "strictly within [0, n) and has positive frequencies."},

@@ -1,8 +1,19 @@
 from typing import Any
 
-def scan_runs(acc: Any, norms: Any, runs: Any, k1p1: float, /) -> None:
-    """For each ``(pos, tf, w)`` of ``runs``, in order: ``acc[pos] += tf * w * k1p1 / (norms[pos]
-    + tf)`` in float32, one posting at a time."""
+def scan_runs(
+    acc: Any,
+    lengths: Any,
+    c0: float,
+    c1: float,
+    runs: Any,
+    k1p1: float,
+    out_positions: Any,
+    out_scores: Any,
+    /,
+) -> int:
+    """``acc`` set to 0, then for each ``(pos, tf, w)`` of ``runs``, in order: ``acc[pos] += tf * w *
+    k1p1 / (lengths[pos] * c1 + c0 + tf)`` in float32, one posting at a time; the best positive
+    scores written into the outputs as ``top_positive`` writes them. Returns how many."""
 
 def postings_misfit(starts: Any, pos: Any, tf: Any, n: int, /) -> str | None:
     """Why the CSR postings are unsound (a row not strictly ascending within ``[0, n)``, a

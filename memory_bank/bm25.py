@@ -9,7 +9,8 @@ and the way the answers are found can change behind them.
 
 The best memories are selected by :func:`memory_bank.topk.top_positive`, which never
 partitions all ``n`` scores: over scores that are mostly zero (a query of rare words) that
-degrades to milliseconds.
+degrades to milliseconds. An index that can find them while it scores (the compiled scan,
+:meth:`memory_bank.index.LexicalIndex.score_top`) is asked for both at once.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ class FullScan(Protocol):
     """What a query reads of its index (:class:`~memory_bank.index.LexicalIndex` is one)."""
 
     def score_array(self, query_tokens: Sequence[str]) -> np.ndarray: ...
+
+    def score_top(self, query_tokens: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``score_array``, with ``top_positive`` of it for ``k``."""
+        ...
 
 
 class Bm25Query:
@@ -56,7 +61,11 @@ class Bm25Query:
         """The ``k`` best positions with a positive score (best first, ties by position) and
         their scores (``float32``)."""
         if self._top is None or self._top[0] < k:
-            self._top = (k, *top_positive(self.full(), k))
+            if self._full is None:
+                self._full, positions, scores = self.index.score_top(self.tokens, k)
+                self._top = (k, positions, scores)
+            else:
+                self._top = (k, *top_positive(self._full, k))
         return self._top[1][:k], self._top[2][:k]
 
     def best(self) -> float:

@@ -46,7 +46,7 @@ from memory_bank.dense_lists import DenseLists
 from memory_bank.lexical_snapshot import LexicalSnapshot
 from memory_bank.stores import VectorBatch
 from memory_bank.text import is_question, tokenize
-from memory_bank.topk import stable_top
+from memory_bank.topk import stable_top, top_positive
 from memory_bank.turn_keys import TurnKeys
 from memory_bank.vector_blocks import SEAL_MIN
 
@@ -363,32 +363,27 @@ class LexicalIndex:
             parts.append((np.asarray(plist[0], dtype=np.int32), np.asarray(plist[1], dtype=np.float32)))
         return parts
 
+    def _norm_terms(self) -> tuple[float, float]:
+        """``(c0, c1)`` such that a document's length norm ``K1 * (1 - B + B * length / avgdl)``
+        is ``length * c1 + c0``, each a float32 (the scan computes it so, in float32, as it
+        reads each posting: nothing is recomputed for every document after an add). The
+        average length is kept as an exact running sum, so no pass over the lengths finds it."""
+        avgdl = self._length_sum / self._n if self._n else 0.0
+        return float(np.float32(_K1 * (1 - _B))), float(np.float32(_K1 * _B / (avgdl or 1.0)))
+
     def _length_norms(self) -> np.ndarray:
-        """``K1 * (1 - B + B * length / avgdl)`` of every document, cached until the next add
-        (one vector operation per add; the average length is kept as an exact running sum, so
-        no pass over the lengths is needed to find it)."""
+        """Every document's length norm, ``length * c1 + c0`` in float32 (see :meth:`_norm_terms`),
+        for the NumPy scan; cached until the next add."""
         if self._norms is None or len(self._norms) != self._n:
-            avgdl = self._length_sum / self._n if self._n else 0.0
-            # _K1 * (1 - _B + _B * lengths / avgdl), evaluated as NumPy would, step by step in
-            # float32, in place: no temporaries (0.31 against 0.43 ms at a million memories).
-            norms = np.multiply(self.lengths, np.float32(_B))
-            np.divide(norms, np.float32(avgdl or 1.0), out=norms)
-            np.add(norms, np.float32(1 - _B), out=norms)
-            np.multiply(norms, np.float32(_K1), out=norms)
+            c0, c1 = self._norm_terms()
+            norms = np.multiply(self.lengths, np.float32(c1))
+            np.add(norms, np.float32(c0), out=norms)
             self._norms = norms
         return self._norms
 
-    def score_array(self, query_tokens: Sequence[str]) -> np.ndarray:
-        """The BM25 score of every position (0 where no query token occurs).
-
-        Each score is ``sum of idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * len / avgdl))``
-        over the query tokens, computed in float32 in exactly this order of operations.
-        """
+    def _weighted(self, query_tokens: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray, float]]:
+        """The postings runs of ``query_tokens`` with their weights ``qtf * idf``, token by token."""
         n = self._n
-        acc = np.zeros(n, dtype=np.float32)
-        if n == 0:
-            return acc
-        norms = self._length_norms()
         weighted: list[tuple[np.ndarray, np.ndarray, float]] = []
         for tok, qtf in collections.Counter(query_tokens).items():
             runs = self._posting_parts(tok)
@@ -396,9 +391,31 @@ class LexicalIndex:
             if df:
                 idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
                 weighted += [(pos, tf, qtf * idf) for pos, tf in runs]
+        return weighted
+
+    def score_array(self, query_tokens: Sequence[str]) -> np.ndarray:
+        """The BM25 score of every position (0 where no query token occurs).
+
+        Each score is ``sum of idf * tf * (K1 + 1) / (length norm + tf)`` over the query tokens,
+        computed in float32 in exactly this order of operations (see :meth:`_norm_terms`).
+        """
+        return self.score_top(query_tokens, 0)[0]
+
+    def score_top(self, query_tokens: Sequence[str], k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`score_array`, with its ``k`` best positive positions and their scores as
+        :func:`memory_bank.topk.top_positive` gives them. The compiled scan finds them as it
+        goes, a span of positions at a time (no second pass over the scores)."""
+        n = self._n
+        weighted = self._weighted(query_tokens)
         if self.compiled and _compiled_scan is not None:
-            _compiled_scan(acc, norms, weighted, _K1 + 1)
-            return acc
+            acc = np.empty(n, dtype=np.float32)  # the scan sets every score
+            positions = np.empty(k, dtype=np.int64)
+            best = np.empty(k, dtype=np.float32)
+            c0, c1 = self._norm_terms()
+            count = _compiled_scan(acc, self.lengths, c0, c1, weighted, _K1 + 1, positions, best)
+            return acc, positions[:count], best[:count]
+        acc = np.zeros(n, dtype=np.float32)
+        norms = self._length_norms()
         for pos, tf, w in weighted:  # element by element, so the same numbers whatever the runs
             tf = tf.astype(np.float32, copy=False)
             part = tf * w
@@ -410,7 +427,7 @@ class LexicalIndex:
             # part would be; np.add.at is the faster of the two (NumPy 2.4, sorted positions:
             # 94 against 192 us for 43k of 100k, 1.3-1.7 against 2.6-3.5 ms for 430k of 1M).
             np.add.at(acc, pos, part)
-        return acc
+        return (acc, *top_positive(acc, k))
 
     def scores(self, query_tokens: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Positions with a non-zero BM25 score and their scores."""

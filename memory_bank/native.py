@@ -18,10 +18,12 @@ try:
 except ImportError:  # pragma: no cover - an install without a C compiler
     _module = None
 
-#: ``scan_runs(acc, norms, runs, k1p1)``: BM25's posting scan, for each ``(pos, tf, w)`` of
-#: ``runs`` in order, ``acc[pos] += tf * w * k1p1 / (norms[pos] + tf)`` in float32, one posting at
-#: a time (positions int32 or int64, frequencies float32 or uint16).
-scan_runs: Callable[..., None] | None = getattr(_module, "scan_runs", None)
+#: ``scan_runs(acc, lengths, c0, c1, runs, k1p1, out_positions, out_scores) -> count``: BM25's
+#: posting scan: ``acc`` set to 0, then for each ``(pos, tf, w)`` of ``runs`` in order,
+#: ``acc[pos] += tf * w * k1p1 / (lengths[pos] * c1 + c0 + tf)`` in float32, one posting at a
+#: time (positions int32 or int64, frequencies float32 or uint16); the best positive scores are
+#: written into the outputs as ``top_positive`` writes them.
+scan_runs: Callable[..., int] | None = getattr(_module, "scan_runs", None)
 #: ``postings_misfit(starts, pos, tf, n) -> str | None``: why CSR postings are unsound (a row not
 #: ascending, a position outside ``[0, n)``, a frequency not positive), or ``None``.
 postings_misfit: Callable[..., str | None] | None = getattr(_module, "postings_misfit", None)

@@ -25,7 +25,9 @@ from memory_bank.text import tokenize
 
 
 def reference_bm25(texts: list[str], query: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """BM25 as the index computed it before (lists, float32, the same order of operations)."""
+    """BM25 as the index computes it (lists, float32, the same order of operations): each length
+    norm ``K1 * (1 - B + B * length / avgdl)`` is ``length * c1 + c0`` with ``c1 = K1 * B /
+    avgdl`` and ``c0 = K1 * (1 - B)`` rounded to float32."""
     k1, b = 1.2, 0.75
     postings: dict[str, tuple[list[int], list[int]]] = {}
     lengths_list: list[int] = []
@@ -37,7 +39,8 @@ def reference_bm25(texts: list[str], query: list[str]) -> tuple[np.ndarray, np.n
             postings[tok][1].append(tf)
     n = len(lengths_list)
     lengths = np.asarray(lengths_list, dtype=np.float32)
-    avgdl = float(lengths.mean()) or 1.0
+    avgdl = sum(lengths_list) / n or 1.0
+    c1, c0 = np.float32(k1 * b / avgdl), np.float32(k1 * (1 - b))
     acc = np.zeros(n, dtype=np.float32)
     for tok, qtf in collections.Counter(query).items():
         if tok not in postings:
@@ -45,7 +48,7 @@ def reference_bm25(texts: list[str], query: list[str]) -> tuple[np.ndarray, np.n
         pos_a = np.asarray(postings[tok][0], dtype=np.int64)
         tf = np.asarray(postings[tok][1], dtype=np.float32)
         idf = math.log(1.0 + (n - len(pos_a) + 0.5) / (len(pos_a) + 0.5))
-        acc[pos_a] += qtf * idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * lengths[pos_a] / avgdl))
+        acc[pos_a] += qtf * idf * tf * (k1 + 1) / (tf + (lengths[pos_a] * c1 + c0))
     hit = np.nonzero(acc)[0]
     return hit, acc[hit]
 

@@ -35,11 +35,14 @@ def test_an_install_with_a_compiler_builds_the_compiled_scan() -> None:
 
 
 def both(index: LexicalIndex, tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The compiled and the NumPy scores of ``tokens``; their best 10 must agree too."""
     index.compiled = True
-    fast = index.score_array(tokens)
+    fast, fast_at, fast_best = index.score_top(tokens, 10)
     index.compiled = False
-    slow = index.score_array(tokens)
+    slow, slow_at, slow_best = index.score_top(tokens, 10)
     index.compiled = True
+    assert fast_at.tolist() == slow_at.tolist() and fast_best.tobytes() == slow_best.tobytes()
+    assert index.score_array(tokens).tobytes() == fast.tobytes()
     return fast, slow
 
 
@@ -86,60 +89,75 @@ def test_a_large_index_scores_the_same_either_way() -> None:
         assert fast.max() > 0
 
 
+def run_scan(acc, lengths, runs, k=0, c0=0.5, c1=0.25):  # type: ignore[no-untyped-def]
+    """The compiled scan with norms ``length * c1 + c0``: its top ``k`` positions and scores."""
+    positions, best = np.empty(k, dtype=np.int64), np.empty(k, dtype=np.float32)
+    count = scan(acc, lengths, c0, c1, runs, 2.2, positions, best)
+    return positions[:count], best[:count]
+
+
 @needs_scan
 def test_the_scan_refuses_what_it_cannot_read_safely() -> None:
-    acc = np.zeros(4, dtype=np.float32)
-    norms = np.ones(4, dtype=np.float32)
+    acc = np.full(4, 7.0, dtype=np.float32)  # whatever it held: the scan sets every score
+    lengths = np.full(4, 2.0, dtype=np.float32)  # norm 2 * 0.25 + 0.5 = 1
     tf = np.ones(2, dtype=np.float32)
 
-    def one(acc, norms, pos, tf, w=1.0):  # type: ignore[no-untyped-def]
-        scan(acc, norms, [(pos, tf, w)], 2.2)
+    def one(acc, lengths, pos, tf, w=1.0):  # type: ignore[no-untyped-def]
+        return run_scan(acc, lengths, [(pos, tf, w)], k=2)
 
-    one(acc, norms, np.array([0, 3], dtype=np.int32), tf)  # int32 positions are fine
-    assert acc[[0, 3]].tolist() == pytest.approx([1.1, 1.1]) and acc[[1, 2]].tolist() == [0.0, 0.0]
-    one(acc, norms, np.array([1, 2], dtype=np.int64), np.ones(2, dtype=np.uint16))  # so are uint16 counts
-    assert acc.tolist() == pytest.approx([1.1] * 4)
+    at, best = one(acc, lengths, np.array([0, 3], dtype=np.int32), tf)  # int32 positions are fine
+    assert acc.tolist() == pytest.approx([1.1, 0.0, 0.0, 1.1]) and at.tolist() == [0, 3]
+    assert best.tolist() == pytest.approx([1.1, 1.1])
+    one(acc, lengths, np.array([1, 2], dtype=np.int64), np.ones(2, dtype=np.uint16))  # so are uint16 counts
+    assert acc.tolist() == pytest.approx([0.0, 1.1, 1.1, 0.0])
     with pytest.raises(IndexError, match="past the 4 scored positions"):
-        one(acc, norms, np.array([1, 4], dtype=np.int64), tf)
+        one(acc, lengths, np.array([1, 4], dtype=np.int64), tf)
     with pytest.raises(IndexError):
-        one(acc, norms, np.array([-1, 0], dtype=np.int64), tf)
+        one(acc, lengths, np.array([-1, 0], dtype=np.int64), tf)
     with pytest.raises(TypeError, match="acc"):
-        one(acc.astype(np.float64), norms, np.array([0, 1]), tf)
+        one(acc.astype(np.float64), lengths, np.array([0, 1]), tf)
     with pytest.raises(TypeError, match="pos"):
-        one(acc, norms, np.array([0.0, 1.0]), tf)
+        one(acc, lengths, np.array([0.0, 1.0]), tf)
     with pytest.raises(TypeError, match="tf"):
-        one(acc, norms, np.array([0, 1]), tf.astype(np.int16))
+        one(acc, lengths, np.array([0, 1]), tf.astype(np.int16))
     with pytest.raises(ValueError, match="contiguous"):
-        one(np.zeros(8, dtype=np.float32)[::2], norms, np.array([0, 1]), tf)  # strided
+        one(np.zeros(8, dtype=np.float32)[::2], lengths, np.array([0, 1]), tf)  # strided
     with pytest.raises(ValueError, match="must match"):
-        one(acc, norms[:3], np.array([0, 1]), tf)
+        one(acc, lengths[:3], np.array([0, 1]), tf)
     with pytest.raises(ValueError, match="must match"):
-        one(acc.copy(), norms, np.array([0, 1]), tf[:1].repeat(3))
+        one(acc.copy(), lengths, np.array([0, 1]), tf[:1].repeat(3))
+    with pytest.raises(ValueError, match="must match"):
+        scan(acc, lengths, 0.5, 0.25, [], 2.2, np.empty(2, dtype=np.int64), np.empty(3, dtype=np.float32))
     with pytest.raises(TypeError):
-        scan(acc, norms, [(np.array([0]), tf[:1])], 2.2)  # a run without its weight
+        run_scan(acc, lengths, [(np.array([0]), tf[:1])])  # a run without its weight
     frozen = np.zeros(4, dtype=np.float32)
     frozen.flags.writeable = False
     with pytest.raises((TypeError, ValueError, BufferError)):
-        one(frozen, norms, np.array([0, 1]), tf)
+        one(frozen, lengths, np.array([0, 1]), tf)
 
 
 @needs_scan
-def test_long_runs_of_every_array_kind_add_in_the_order_given() -> None:
+@pytest.mark.parametrize("k", [0, 1, 64, 5000])
+def test_long_runs_of_every_array_kind_add_in_the_order_given(k: int) -> None:
     """Runs of int32 and int64 positions, float32 and uint16 counts, scanned four postings at a
-    time and the rest one by one: each score gets its runs' parts in the order of the runs
-    (float32 addition is not associative), the same bits as the NumPy path; a bad position in a
-    later run is refused and named."""
+    time and the rest one by one: each score gets its
+    runs' parts in the order of the runs (float32 addition is not associative), the same bits
+    as the NumPy path, and the best k are ``top_positive``'s; a bad position in a later run is
+    refused and named."""
     rng = np.random.default_rng(5)
-    n = 20_000
-    norms = rng.uniform(0.3, 3.0, n).astype(np.float32)
+    n = 50_000
+    lengths = rng.integers(1, 60, n).astype(np.float32)
+    c0, c1 = float(np.float32(0.3)), float(np.float32(1.2 * 0.75 / 17.3))
     runs = []
     for density in (0.9, 0.01, 0.5, 0.0002, 0.3):
         pos = np.flatnonzero(rng.random(n) < density)
         tf = rng.integers(1, 9, len(pos))
         kind = np.uint16 if density != 0.5 else np.float32
         runs.append((pos.astype(np.int32 if density > 0.2 else np.int64), tf.astype(kind), float(rng.random())))
-    acc = np.zeros(n, dtype=np.float32)
-    scan(acc, norms, runs, 2.2)
+    acc = np.full(n, np.nan, dtype=np.float32)
+    at, best = run_scan(acc, lengths, runs, k, c0, c1)
+    norms = lengths * np.float32(c1)
+    norms += np.float32(c0)
     want = np.zeros(n, dtype=np.float32)
     for pos, tf, w in runs:  # one run after another, as the NumPy path adds them
         part = tf.astype(np.float32) * w
@@ -149,9 +167,11 @@ def test_long_runs_of_every_array_kind_add_in_the_order_given() -> None:
         part /= denom
         np.add.at(want, pos, part)
     assert acc.tobytes() == want.tobytes()
+    want_at, want_best = numpy_top_positive(want, k)
+    assert at.tolist() == want_at.tolist() and best.tobytes() == want_best.tobytes()
     bad = (np.array([5, 10_000, n], dtype=np.int64), np.ones(3, dtype=np.float32), 1.0)
     with pytest.raises(IndexError, match="run 1"):
-        scan(np.zeros(n, dtype=np.float32), norms, [runs[0], bad], 2.2)
+        run_scan(np.zeros(n, dtype=np.float32), lengths, [runs[0], bad])
 
 
 @needs_scan
