@@ -10,7 +10,10 @@ the day evidence read the neighbours' scores; only :attr:`Candidates.ranked` are
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
+import os
+import threading
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -19,6 +22,51 @@ from memory_bank.retrieval.query import Context, once
 
 #: A candidate source: positions of the partition for a context, given the pool size.
 Source = Callable[[Context, int], np.ndarray]
+
+#: Partitions of at least this many memories ask their sources concurrently: the first (the
+#: dense search) on the calling thread, the others (BM25's scan) on a helper thread. Both spend
+#: their time in C without the GIL (FAISS, the compiled scan): at a million memories they take
+#: about 1.8 and 1.7 ms, 3.8 ms one after the other and 2.2 ms side by side. Below this size
+#: handing work to a thread (20-50 us) costs about what it saves.
+CONCURRENT_FROM = 32_768
+
+_helper: concurrent.futures.ThreadPoolExecutor | None = None
+_helper_lock = threading.Lock()
+
+
+def _helper_pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _helper
+    with _helper_lock:
+        if _helper is None:
+            _helper = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="memorybank-candidates")
+        return _helper
+
+
+def _forget_helper() -> None:  # a forked child has no helper thread, only the parent's record of it
+    global _helper, _helper_lock
+    _helper, _helper_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_helper)
+
+
+def ask_sources(sources: Sequence[Source], ctx: Context, pool: int) -> list[np.ndarray]:
+    """Each source's positions for ``ctx``, in the order of ``sources``.
+
+    In a partition of :data:`CONCURRENT_FROM` memories or more, every source but the first is
+    asked on the helper thread while this thread asks the first. When the helper is still busy
+    with another search's sources by then, this thread takes the work back and does it itself,
+    so a search never waits in a queue: under load it is as fast as asking one after the other.
+    """
+    if len(sources) < 2 or len(ctx.part) < CONCURRENT_FROM:
+        return [source(ctx, pool) for source in sources]
+    rest = sources[1:]
+    job = _helper_pool().submit(lambda: [source(ctx, pool) for source in rest])
+    first = sources[0](ctx, pool)
+    if job.cancel():  # not started: the helper is busy elsewhere
+        return [first, *(source(ctx, pool) for source in rest)]
+    return [first, *job.result()]
 
 
 def sorted_unique(positions: np.ndarray) -> np.ndarray:
@@ -83,7 +131,7 @@ class CandidateStep:
     def __call__(self, ctx: Context, k: int) -> Candidates | None:
         """The candidates of a search for ``k`` memories, ``None`` when there are none."""
         pool = max(self.size, k)
-        found = [source(ctx, pool) for source in self.sources]
+        found = ask_sources(self.sources, ctx, pool)
         ranked = ctx.of_allowed_kinds(sorted_unique(np.concatenate(found)))
         if not len(ranked):
             return None
