@@ -20,7 +20,7 @@ from memory_bank.config import PAPER_FORGETTING
 from memory_bank.embeddings import HashingEncoder
 from memory_bank.index import LexicalIndex, Partition, stable_top
 from memory_bank.records import RETRIEVABLE_KINDS, Memory
-from memory_bank.stores import Storage, VectorBatch
+from memory_bank.stores import Storage, VectorBatch, open_storage
 from memory_bank.text import tokenize
 
 
@@ -191,6 +191,41 @@ def test_columnar_forgetting_read_equals_the_generic_path(tmp_path) -> None:  # 
     assert fast.anchors.tolist() == slow.anchors.tolist()
     assert fast.strengths.tolist() == slow.strengths.tolist() and {9000.0, -1.0} <= set(fast.strengths.tolist())
     bank.close()
+
+
+def test_content_weights_land_on_their_own_rows_through_the_fast_read(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The fast read lists rows in its index's order (by forgetting key), not by rowid; each of
+    the few weighted rows must still get its own weight, as the generic path gives it."""
+    storage = open_storage(tmp_path / "s")
+    rng = np.random.default_rng(11)
+    u = storage.ensure_user("Ann").id
+    days = rng.integers(1, 28, 3000)
+    weights = np.where(rng.random(3000) < 0.05, rng.choice([0.25, 0.5, 2.0, 3.0], 3000), 1.0)
+    mems = [
+        Memory(memory_id=f"m{i}", user="Ann", kind=MemoryKind.TURN, date=f"2023-05-{days[i]:02d}", turn=i,
+               text=f"t{i}", strength=int(rng.integers(1, 5)), weight=float(weights[i]))
+        for i in range(3000)
+    ]  # fmt: skip
+    storage.add_memories(u, mems, None, "x")
+    fast = storage.forget_columns(u, RETRIEVABLE_KINDS, weights=True)
+    slow = Storage.forget_columns(storage, u, RETRIEVABLE_KINDS, weights=True)
+    assert fast.rowids.tolist() != sorted(fast.rowids.tolist())  # not in rowid order
+    assert fast.rowids.tolist() == slow.rowids.tolist()
+    assert fast.weights is not None and slow.weights is not None
+    assert fast.weights.tolist() == slow.weights.tolist()
+    assert sorted(fast.weights.tolist()) == sorted(weights.tolist())
+    storage.close()
+
+
+def test_ascending_ids_sorts_as_numpy_does() -> None:
+    from memory_bank.bank import ascending_ids
+
+    rng = np.random.default_rng(2)
+    for n, span in [(0, 1), (7, 9), (5000, 5000), (20_000, 30_000), (20_000, 10**9)]:
+        ids = rng.choice(span, n, replace=False).astype(np.int64) + 1
+        assert ascending_ids(ids).tolist() == np.sort(ids).tolist()
+    repeated = np.concatenate([np.arange(5000), [17, 4999]]).astype(np.int64)  # not distinct
+    assert ascending_ids(repeated).tolist() == np.sort(repeated).tolist()
 
 
 def test_a_seeded_forgetting_pass_forgets_the_same_memories_as_the_memory_object_path(tmp_path) -> None:  # type: ignore[no-untyped-def]
