@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 import memory_bank.forgetting as forgetting
+from memory_bank import background, salience
 from memory_bank import encoder_identity as identity
-from memory_bank import salience
 from memory_bank.cold import ColdTier
 from memory_bank.config import MemoryBankConfig, load_config
 from memory_bank.embeddings import Encoder, canonical_name, get_encoder
@@ -1032,7 +1032,8 @@ class MemoryBank:
         state = self.storage.user_counters(rec.id)
         if self.cold.live_cached(rec.id, state, today.isoformat()):
             return None
-        return _EarlyColumns(state, self._cache.reader().submit(self._forget_columns, rec))
+        columns = background.submit(self._cache.reader, self._forget_columns, rec)
+        return None if columns is None else _EarlyColumns(state, columns)
 
     def _live_now(
         self,

@@ -70,7 +70,7 @@ class Bm25Query:
 
     def best(self) -> float:
         """The best score (0 when no memory holds a query token)."""
-        scores = self._top[2] if self._top is not None else self.top(1)[1]
+        scores = self._top[2] if self._top is not None and self._top[0] >= 1 else self.top(1)[1]
         return float(scores[0]) if len(scores) else 0.0
 
     def at(self, positions: np.ndarray) -> np.ndarray:

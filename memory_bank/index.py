@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 import faiss
 import numpy as np
 
-from memory_bank import native
+from memory_bank import background, native
 from memory_bank.bm25 import Bm25Query
 from memory_bank.day_positions import DayPositions
 from memory_bank.dense_codes import MIN_TRAIN, DenseCodes
@@ -432,6 +432,7 @@ class LexicalIndex:
         :func:`memory_bank.topk.top_positive` gives them. The compiled scan finds them as it
         goes, a span of positions at a time (no second pass over the scores)."""
         n = self._n
+        k = max(0, min(k, n))  # a search may ask for any number of memories
         weighted = self._weighted(query_tokens)
         if self.compiled and _compiled_scan is not None:
             acc = np.empty(n, dtype=np.float32)  # the scan sets every score
@@ -954,16 +955,17 @@ class PartitionCache:
         processes);
         the vectors read are then cut at the snapshot's last memory, and those after it are read
         again with their texts (none or a few: a snapshot is stored again once many are)."""
-        if snapshots.exists is not None and snapshots.exists(user_id):
-            pending = self.reader().submit(snapshots.load, user_id)
+        stored_one = None if snapshots.exists is None else snapshots.exists(user_id)  # None: unknown
+        pending = background.submit(self.reader, snapshots.load, user_id) if stored_one else None
+        if pending is not None:
             try:
                 stored: VectorBatch | None = self._loader(user_id, 0, None, False)
             except BaseException:
                 concurrent.futures.wait([pending])  # the store is not read behind the caller's back
                 raise
             snap = pending.result()
-        else:
-            snap = snapshots.load(user_id) if snapshots.exists is None else None
+        else:  # no stored snapshot, or no thread to read it on (the interpreter is shutting down)
+            snap = snapshots.load(user_id) if stored_one is not False else None
             stored = None
         if snap is not None and len(snap):
             if stored is None:

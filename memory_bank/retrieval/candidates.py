@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from memory_bank import background
 from memory_bank.retrieval.query import Context, once
 
 #: A candidate source: positions of the partition for a context, given the pool size.
@@ -60,12 +61,21 @@ def ask_sources(sources: Sequence[Source], ctx: Context, pool: int) -> list[np.n
     asked on the helper thread while this thread asks the first. When the helper is still busy
     with another search's sources by then, this thread takes the work back and does it itself,
     so a search never waits in a queue: under load it is as fast as asking one after the other.
+    The helper's work never outlives the call (the caller holds the partition's lock only until
+    it returns): should the first source fail, the helper's is cancelled or waited for.
     """
     if len(sources) < 2 or len(ctx.part) < CONCURRENT_FROM:
         return [source(ctx, pool) for source in sources]
     rest = sources[1:]
-    job = _helper_pool().submit(lambda: [source(ctx, pool) for source in rest])
-    first = sources[0](ctx, pool)
+    job = background.submit(_helper_pool, lambda: [source(ctx, pool) for source in rest])
+    if job is None:  # the interpreter is shutting down
+        return [source(ctx, pool) for source in sources]
+    try:
+        first = sources[0](ctx, pool)
+    except BaseException:
+        if not job.cancel():
+            concurrent.futures.wait([job])
+        raise
     if job.cancel():  # not started: the helper is busy elsewhere
         return [first, *(source(ctx, pool) for source in rest)]
     return [first, *job.result()]

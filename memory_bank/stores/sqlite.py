@@ -217,8 +217,11 @@ class SQLiteStorage(SQLStorage):
         open, with its file handles, until the store was closed (two handles a thread: a server
         building partitions ran out of file descriptors)."""
         alive = []
+        main = threading.main_thread()
         for thread, conn in self._all_conns:
-            if thread.is_alive():
+            # The main thread counts as ended once it has finished, yet it still runs the
+            # ``atexit`` handlers, which may use the store: its connection stays open.
+            if thread.is_alive() or thread is main:
                 alive.append((thread, conn))
             else:  # nothing can use it now: its thread's local storage is gone
                 with contextlib.suppress(sqlite3.Error):

@@ -101,3 +101,16 @@ def test_top_positive_is_stable_top_without_the_zeros(n: int, k: int, positive: 
     want = stable_top(scores, k)
     want = want[scores[want] > 0]
     assert pos.tolist() == want.tolist() and vals.tobytes() == scores[want].tobytes()
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_any_k_is_answered_and_the_best_score_never_depends_on_what_was_asked_first(compiled: bool) -> None:
+    index = LexicalIndex()
+    index.compiled = compiled and index.compiled
+    index.add(["the museum", "museum museum", "画展", "the park"])
+    q = index.query(["museum"])
+    assert q.top(0)[0].tolist() == []  # asked for nothing first
+    assert q.best() == float(index.score_array(["museum"]).max()) > 0
+    assert index.query(["museum"]).top(10**12)[0].tolist() == [1, 0]  # more than there are
+    assert index.query(["museum"]).top(-3)[0].tolist() == []
+    assert index.score_top(["museum"], 10**12)[1].tolist() == [1, 0]

@@ -5,8 +5,10 @@ search never waits behind another search's work on the helper."""
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -121,3 +123,59 @@ def test_a_forked_child_gets_a_helper_of_its_own() -> None:
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_the_helpers_work_ends_before_a_failed_search_returns() -> None:
+    """The caller holds the partition's lock only until it returns: the helper's source must
+    not still be reading the partition after the search has failed and let go of it."""
+    finished: list[float] = []
+
+    def dense(ctx: Any, pool: int) -> np.ndarray:
+        time.sleep(0.05)
+        raise KeyboardInterrupt
+
+    def slow_lexical(ctx: Any, pool: int) -> np.ndarray:
+        time.sleep(0.3)
+        finished.append(time.monotonic())
+        return np.arange(pool)
+
+    candidates._helper_pool().submit(lambda: None).result()  # the helper is up and idle
+    with pytest.raises(KeyboardInterrupt):
+        candidates.ask_sources([dense, slow_lexical], _ctx(candidates.CONCURRENT_FROM), 2)
+    assert finished and finished[0] <= time.monotonic()
+
+
+SHUTDOWN = """
+import sys, threading, time, atexit
+from memory_bank import MemoryBank
+from memory_bank.embeddings import HashingEncoder
+from memory_bank.retrieval import candidates
+candidates.CONCURRENT_FROM = 1  # stands for a user of 32,768 memories or more
+bank = MemoryBank.open(sys.argv[1], encoder_instance=HashingEncoder(64))
+for i in range(20):
+    bank.add_turn("ann", f"I went hiking in the Alps {i}", "nice", at="2024-03-01T10:00")
+print("main", len(bank.search("ann", "hiking", k=3)), flush=True)
+atexit.register(lambda: print("atexit", len(bank.search("ann", "Alps hiking", k=2)), flush=True))
+def serve():
+    time.sleep(0.5)  # the main thread has finished: concurrent.futures takes no more work
+    print("worker", len(bank.search("ann", "hiking in the Alps", k=4)), flush=True)
+threading.Thread(target=serve).start()
+"""
+
+
+def test_searches_still_answer_while_the_interpreter_shuts_down(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A server thread still answering after the main thread has finished, and an ``atexit``
+    handler, search a large partition: no thread takes work then, so the search does it."""
+    out = subprocess.run(
+        [sys.executable, "-c", SHUTDOWN, str(tmp_path / "store")],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:3] == ["main 3", "worker 4", "atexit 2"], out.stdout + out.stderr
+
+
+def test_a_search_may_ask_for_more_memories_than_there_are(make_bank) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank()
+    for i in range(5):
+        bank.add_turn("Ann", f"I went hiking in the Alps ({i})", "Nice!", at=f"2024-03-0{i + 1}T10:00")
+    assert len(bank.search("Ann", "hiking Alps", k=10**12)) == 5  # nothing sized by k is allocated
