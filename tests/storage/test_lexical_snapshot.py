@@ -270,3 +270,70 @@ def test_damaged_or_foreign_archives_are_refused_and_a_good_one_is_read_in_place
     for bad in (squeezed.getvalue(), pickled.getvalue()):
         with pytest.raises(ValueError, match="not a lexical snapshot"):
             LexicalSnapshot.from_bytes(bad)
+
+
+def _stored_rowids(bank: MemoryBank) -> list[int]:
+    data = _stored(bank)
+    return [] if data is None else LexicalSnapshot.from_bytes(data).rowids.tolist()
+
+
+def test_a_restart_stores_a_new_snapshot_once_the_gap_reaches_its_cap(make_bank, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A tenth of a large user is many memories to tokenise at every restart: the gap since the
+    stored snapshot is also capped (SNAPSHOT_GAP), whatever the user's size."""
+    monkeypatch.setattr(index_module, "SNAPSHOT_GAP", 3)
+    bank = make_bank()
+    _fill(bank)  # 60 turns
+    _ranks(bank)  # the first build stores a snapshot of all 60
+    first = _stored_rowids(bank)
+    assert len(first) == 60
+    for i in range(2):
+        bank.add_turn("Ann", f"A walk by the river ({i})", "Nice.", at="2023-05-21T10:00")
+    _ranks(make_bank())  # 2 to tokenise: under the cap, nothing stored
+    assert _stored_rowids(bank) == first
+    bank.add_turn("Ann", "Another walk", "Nice.", at="2023-05-21T11:00")
+    restarted = make_bank()
+    _ranks(restarted)  # 3 (the cap; a tenth of 63 would be 6): a new snapshot of all 63
+    assert len(_stored_rowids(bank)) == 63
+
+
+def test_a_large_partitions_snapshot_is_stored_beside_the_search(make_bank, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """From SAVE_BESIDE_FROM memories the new snapshot is stored on the cache's writer thread; a
+    close waits for it, and a restart then reads it without tokenising."""
+    monkeypatch.setattr(index_module, "SAVE_BESIDE_FROM", 1)
+    _fill(make_bank())
+    first = make_bank()
+    expected = _ranks(first)
+    assert first._cache._snapshot_writer is not None  # stored on the writer thread
+    first.close()
+    assert len(_stored_rowids(first)) == 60
+    restarted = make_bank()
+
+    def no_tokenising(*_: Any) -> None:
+        raise AssertionError("a partition with a snapshot tokenised its memories again")
+
+    monkeypatch.setattr(index_module.LexicalIndex, "add", no_tokenising)
+    assert _ranks(restarted) == expected
+
+
+def test_a_snapshot_queued_before_a_delete_is_never_stored(make_bank, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The snapshot is taken when the partition is built and stored later: a memory deleted in
+    between must not come back in the store through it (its words are personal data)."""
+    import threading
+
+    monkeypatch.setattr(index_module, "SAVE_BESIDE_FROM", 1)
+    _fill(make_bank())
+    bank = make_bank()
+    bank.add_turn("Ann", "the alarm code is zebra4471", "noted", at="2023-05-30T10:00")
+    gate = threading.Event()
+    held = bank._cache.writer().submit(gate.wait, 30)  # the writer is busy: the snapshot waits
+    try:
+        hits = bank.search("Ann", "alarm code zebra4471", k=1)  # builds, takes the snapshot, queues it
+        assert hits and "zebra4471" in hits[0].memory.text
+        bank.delete_memory("Ann", hits[0].memory.memory_id)
+    finally:
+        gate.set()
+        held.result()
+    bank.close()  # the queued snapshot has been offered to the store by now
+    data = _stored(make_bank())
+    assert data is None or not {"zebra", "4471"} & set(LexicalSnapshot.from_bytes(data).vocab)
+    assert all("zebra4471" not in r.memory.text for r in make_bank().search("Ann", "alarm code zebra4471", k=3))
