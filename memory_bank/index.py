@@ -30,6 +30,7 @@ from __future__ import annotations
 import collections
 import concurrent.futures
 import dataclasses
+import logging
 import math
 import sys
 import threading
@@ -49,6 +50,8 @@ from memory_bank.text import is_question, tokenize
 from memory_bank.topk import stable_top, top_positive
 from memory_bank.turn_keys import TurnKeys
 from memory_bank.vector_blocks import SEAL_MIN
+
+logger = logging.getLogger(__name__)
 
 # BM25 parameters (Robertson & Zaragoza's usual values).
 _K1, _B = 1.2, 0.75
@@ -888,6 +891,15 @@ SAVE_BESIDE_FROM = 65_536
 READER_THREADS = 2
 
 
+def _save(snapshots: SnapshotStore, user_id: int, epoch: int, snap: LexicalSnapshot) -> None:
+    """Store a snapshot on the writer thread, where nobody waits for the outcome: a failure is
+    logged (the next restart tokenises what it lacks, as it would without a snapshot)."""
+    try:
+        snapshots.save(user_id, epoch, snap)
+    except Exception:
+        logger.warning("could not store the lexical index of user id %d", user_id, exc_info=True)
+
+
 class PartitionCache:
     """Bounded LRU of partitions, kept in step with the store.
 
@@ -995,7 +1007,7 @@ class PartitionCache:
             beside = len(part) >= SAVE_BESIDE_FROM
             if (
                 not beside
-                or background.submit(self.writer, snapshots.save, user_id, part.epoch, snap) is None
+                or background.submit(self.writer, _save, snapshots, user_id, part.epoch, snap) is None
             ):
                 snapshots.save(user_id, part.epoch, snap)
         if snapshots.seal is not None and read + rest.from_rows >= SEAL_MIN:
