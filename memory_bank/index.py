@@ -885,6 +885,9 @@ SNAPSHOT_GAP = 4096
 #: (under the partition's lock); the store refuses it if the user's memories were rewritten or
 #: deleted meanwhile (a new epoch), as it does any stale one.
 SAVE_BESIDE_FROM = 65_536
+#: Snapshots waiting for the writer at most; beyond, a build stores its own in line. Each holds
+#: its partition's arrays (about 300 MB at a million memories), evicted or not.
+MAX_PENDING_SAVES = 2
 #: Threads that read beside a partition build's vector load: the lexical snapshot and the
 #: bank's forgetting columns each get one, so the snapshot (on the build's path) never waits
 #: behind the columns (at a million memories: 2.2 s of columns, then 2.6 s of snapshot).
@@ -932,6 +935,8 @@ class PartitionCache:
         self._lock = threading.Lock()
         self._snapshot_reader: concurrent.futures.ThreadPoolExecutor | None = None
         self._snapshot_writer: concurrent.futures.ThreadPoolExecutor | None = None
+        self._pending_saves: dict[int, concurrent.futures.Future[None]] = {}  # by user, newest
+        self._closed = False
 
     def get(self, user_id: int, state: tuple[int, int, int] | None = None) -> Partition:
         """The user's partition, loaded lazily and refreshed if the store changed.
@@ -1004,11 +1009,7 @@ class PartitionCache:
         part.add(rest)
         if part.codes_trained or len(rest.rowids) >= max(SNAPSHOT_MIN, min(len(part) // 10, SNAPSHOT_GAP)):
             snap = part.lexical_snapshot()
-            beside = len(part) >= SAVE_BESIDE_FROM
-            if (
-                not beside
-                or background.submit(self.writer, _save, snapshots, user_id, part.epoch, snap) is None
-            ):
+            if len(part) < SAVE_BESIDE_FROM or not self._save_beside(user_id, part.epoch, snap, snapshots):
                 snapshots.save(user_id, part.epoch, snap)
         if snapshots.seal is not None and read + rest.from_rows >= SEAL_MIN:
             snapshots.seal(user_id, part.epoch)
@@ -1028,10 +1029,34 @@ class PartitionCache:
                 )
             return self._snapshot_reader
 
+    def _save_beside(self, user_id: int, epoch: int, snap: LexicalSnapshot, snapshots: SnapshotStore) -> bool:
+        """Queue ``snap`` for the writer thread; ``False`` when the caller must store it itself
+        (:data:`MAX_PENDING_SAVES` are waiting, the cache is closed, the interpreter is shutting
+        down). A snapshot of the same user still waiting is dropped: this one is newer (a build
+        after an eviction reads the store before the first is written, and takes another)."""
+        with self._lock:
+            older = self._pending_saves.pop(user_id, None)
+            if older is not None:
+                older.cancel()  # started already: it runs to its end, and this one after it
+            for uid in [u for u, f in self._pending_saves.items() if f.done()]:
+                del self._pending_saves[uid]
+            if len(self._pending_saves) >= MAX_PENDING_SAVES:
+                return False
+        job = background.submit(self.writer, _save, snapshots, user_id, epoch, snap)
+        if job is None:
+            return False
+        with self._lock:
+            self._pending_saves[user_id] = job
+        return True
+
     def writer(self) -> concurrent.futures.ThreadPoolExecutor:
         """The thread that stores large partitions' new snapshots (see :data:`SAVE_BESIDE_FROM`):
-        one, so snapshots are stored in the order they were taken."""
+        one, so snapshots are stored in the order they were taken. None once the cache is
+        closed (``RuntimeError``): a build racing the close stores its snapshot itself, so no
+        write lands after ``close()`` returned."""
         with self._lock:
+            if self._closed:
+                raise RuntimeError("the partition cache is closed")
             if self._snapshot_writer is None:
                 self._snapshot_writer = concurrent.futures.ThreadPoolExecutor(
                     1, thread_name_prefix="memorybank-snapshot-writer"
@@ -1044,11 +1069,14 @@ class PartitionCache:
 
     def close(self) -> None:
         """Drop every partition, stop the snapshot reader and wait for the snapshots being
-        stored (a later build starts new threads)."""
+        stored. The cache still answers afterwards (a later build reads on a new reader thread),
+        but stores its snapshots itself: none is written after this returns."""
         with self._lock:
             self._parts.clear()
             reader, self._snapshot_reader = self._snapshot_reader, None
             writer, self._snapshot_writer = self._snapshot_writer, None
+            self._pending_saves.clear()
+            self._closed = True
         for pool in (reader, writer):
             if pool is not None:
                 pool.shutdown(wait=True)

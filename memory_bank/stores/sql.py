@@ -1290,7 +1290,11 @@ class SQLStorage(Storage):
         self, user_id: int, encoder: str, tokenizer: str, epoch: int, data: bytes
     ) -> bool:
         def run(c: Cursor) -> bool:
-            row = c.execute("SELECT epoch FROM users WHERE id = ?", (user_id,)).fetchone()
+            # The user's row is locked (on PostgreSQL) until this commits: a delete or an edit
+            # that commits in between would otherwise not see this row to delete it, and a
+            # snapshot of words that no longer exist would stay stored (SQLite's writers are
+            # serialised by BEGIN IMMEDIATE anyway). As seal_vector_blocks does.
+            row = c.execute(self.LOCK_USER.replace("SELECT 1", "SELECT epoch"), (user_id,)).fetchone()
             if row is None or int(row[0]) != epoch:
                 return False
             c.execute(

@@ -337,3 +337,94 @@ def test_a_snapshot_queued_before_a_delete_is_never_stored(make_bank, monkeypatc
     data = _stored(make_bank())
     assert data is None or not {"zebra", "4471"} & set(LexicalSnapshot.from_bytes(data).vocab)
     assert all("zebra4471" not in r.memory.text for r in make_bank().search("Ann", "alarm code zebra4471", k=3))
+
+
+def test_queued_snapshots_stay_few_however_often_large_users_are_rebuilt(make_bank, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """With a cache of one user, two users searched in turn are rebuilt on every search, each
+    taking a new snapshot (the first is not stored yet): a newer one replaces its user's waiting
+    one, and no more than MAX_PENDING_SAVES wait (each holds a whole partition's arrays)."""
+    import threading
+
+    monkeypatch.setattr(index_module, "SAVE_BESIDE_FROM", 1)
+    seed = make_bank()
+    _fill(seed)
+    seed.add_turn("Bob", "Bob plays chess on Sundays", "ok", at="2023-05-02T10:00")
+    seed.close()
+    stored: list[int] = []
+    real = index_module._save
+
+    def counted(snapshots, user_id, epoch, snap):  # type: ignore[no-untyped-def]
+        stored.append(user_id)
+        real(snapshots, user_id, epoch, snap)
+
+    monkeypatch.setattr(index_module, "_save", counted)
+    bank = make_bank(max_cached_users=1)
+    gate = threading.Event()
+    held = bank._cache.writer().submit(gate.wait, 30)
+    try:
+        for _ in range(6):
+            bank.search("Ann", "hiking", k=1)
+            bank.search("Bob", "chess", k=1)
+            assert len(bank._cache._pending_saves) <= index_module.MAX_PENDING_SAVES
+    finally:
+        gate.set()
+        held.result()
+    bank.close()
+    assert sorted(stored) == sorted({bank.user("Ann").id, bank.user("Bob").id})  # one each, the newest
+    assert len(_stored_rowids(make_bank())) == 60
+
+
+def test_a_build_after_close_stores_its_snapshot_itself(make_bank, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """No write lands after close() returned: a build racing the close (or after it) stores its
+    snapshot on its own thread."""
+    monkeypatch.setattr(index_module, "SAVE_BESIDE_FROM", 1)
+    _fill(make_bank())
+    bank = make_bank()
+    bank.close()
+    _ranks(bank)  # the bank still answers after close: it rebuilds, and stores in line
+    assert bank._cache._snapshot_writer is None
+    assert len(_stored_rowids(make_bank())) == 60
+    with pytest.raises(RuntimeError, match="closed"):
+        bank._cache.writer()
+
+
+def test_a_snapshot_write_racing_an_edit_never_stores_the_old_words(make_bank, stores, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """PostgreSQL: the writer checks the user's epoch, then inserts. An edit committing between
+    the two would not see the insert to delete it; the user's row is locked by the check, so the
+    edit waits for the write and then deletes it (or the write sees the new epoch)."""
+    import threading
+
+    if stores.backend != "postgres":
+        pytest.skip("SQLite serialises all writers with one database lock")
+    import memory_bank.stores.postgres as pg
+
+    monkeypatch.setattr(index_module, "SAVE_BESIDE_FROM", 1)
+    seed = make_bank()
+    _fill(seed)
+    seed.add_turn("Ann", "the alarm code is zebra4471", "noted", at="2023-05-30T10:00")
+    seed.close()
+    bank = make_bank()
+    checked, go = threading.Event(), threading.Event()
+    real = pg._Cursor.execute
+
+    def execute(self, sql, parameters=(), /):  # type: ignore[no-untyped-def]
+        out = real(self, sql, parameters)
+        if "SELECT epoch FROM users" in str(sql) and threading.current_thread().name.startswith(
+            "memorybank-snapshot-writer"
+        ):
+            checked.set()
+            go.wait(20)  # widen the window between the check and the insert
+        return out
+
+    monkeypatch.setattr(pg._Cursor, "execute", execute)
+    hit = bank.search("Ann", "alarm code zebra4471", k=1)[0]
+    assert "zebra4471" in hit.memory.text and checked.wait(20)
+    edit = threading.Thread(target=bank.update_memory, args=("Ann", hit.memory.memory_id), kwargs={"text": "I like blue tulips"})
+    edit.start()
+    edit.join(1)
+    go.set()
+    edit.join(30)
+    bank.close()
+    monkeypatch.setattr(pg._Cursor, "execute", real)
+    data = _stored(make_bank())
+    assert data is None or not {"zebra", "4471"} & set(LexicalSnapshot.from_bytes(data).vocab)
