@@ -286,6 +286,17 @@ scan_runs(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "out_scores must match out_positions in length");
         goto done;
     }
+    {   /* acc is cleared first: it must share no memory with what is read or written after */
+        const char *a0 = (const char *)acc.buf, *a1 = a0 + (size_t)n * sizeof(float);
+        const Py_buffer *others[3] = {&lens, &op, &os};
+        for (int i = 0; i < 3; i++) {
+            const char *b0 = (const char *)others[i]->buf, *b1 = b0 + others[i]->len;
+            if (others[i]->len > 0 && n > 0 && b0 < a1 && a0 < b1) {
+                PyErr_SetString(PyExc_ValueError, "acc must not share memory with the other arrays");
+                goto done;
+            }
+        }
+    }
     for (Py_ssize_t r = 0; r < nruns; r++) {
         PyObject *pos_obj, *tf_obj;
         double w;

@@ -134,6 +134,11 @@ def test_the_scan_refuses_what_it_cannot_read_safely() -> None:
     frozen.flags.writeable = False
     with pytest.raises((TypeError, ValueError, BufferError)):
         one(frozen, lengths, np.array([0, 1]), tf)
+    shared = np.full(8, 2.0, dtype=np.float32)  # the scores would overwrite the lengths read
+    with pytest.raises(ValueError, match="share memory"):
+        one(shared[:4], shared[2:6], np.array([0, 1]), tf)
+    with pytest.raises(ValueError, match="share memory"):
+        one(shared[:4], shared[:4], np.array([0, 1]), tf)
 
 
 @needs_scan
