@@ -37,7 +37,8 @@ logger = logging.getLogger(__name__)
 
 def _raw_rows(storage: Storage, sql: str) -> list[tuple[Any, ...]]:
     if isinstance(storage, SQLiteStorage):
-        return [tuple(r) for r in storage._conn().execute(sql).fetchall()]
+        with storage._using() as conn:
+            return [tuple(r) for r in conn.execute(sql).fetchall()]
     rows: list[tuple[Any, ...]] = storage._rows(sql)  # type: ignore[attr-defined]
     return rows
 
@@ -48,12 +49,12 @@ def check_store(storage: Storage) -> list[str]:
     JSON fields, day, strength) and every vector of its stated dimension."""
     problems: list[str] = []
     if isinstance(storage, SQLiteStorage):
-        conn = storage._conn()
-        problems += [f"SQLite: {r[0]}" for r in conn.execute("PRAGMA integrity_check") if r[0] != "ok"]
-        problems += [
-            f"SQLite: dangling reference in {r[0]} row {r[1]}"
-            for r in conn.execute("PRAGMA foreign_key_check")
-        ]
+        with storage._using() as conn:
+            problems += [f"SQLite: {r[0]}" for r in conn.execute("PRAGMA integrity_check") if r[0] != "ok"]
+            problems += [
+                f"SQLite: dangling reference in {r[0]} row {r[1]}"
+                for r in conn.execute("PRAGMA foreign_key_check")
+            ]
     kinds = {k.value for k in MemoryKind}
     from memory_bank.text import parse_day
 
@@ -90,8 +91,8 @@ def _sqlite_copy(source: SQLiteStorage, target: Path) -> None:
     """An online backup of ``source`` into a new file ``target``, made self-contained."""
     dst = sqlite3.connect(target, isolation_level=None)
     try:
-        src = source._conn()
-        src.backup(dst, pages=4096)  # steps of 16 MiB; writers go on between steps
+        with source._using() as src:
+            src.backup(dst, pages=4096)  # steps of 16 MiB; writers go on between steps
         dst.execute("PRAGMA journal_mode = DELETE")  # one file: no -wal to lose on a copy
         bad = [r[0] for r in dst.execute("PRAGMA integrity_check")]
         if bad != ["ok"]:

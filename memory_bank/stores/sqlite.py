@@ -95,6 +95,43 @@ _MIGRATIONS: dict[int, str] = {
 }
 
 
+class _Handle:
+    """One thread's connection, and whether that thread is inside a query on it. Another thread
+    closing the store must not close a connection under a running query (the process crashes);
+    it marks the handle ``doomed`` instead, and the query's end closes it."""
+
+    __slots__ = ("conn", "depth", "doomed", "lock", "thread")
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.thread = threading.current_thread()
+        self.lock = threading.Lock()  # held by the owner while it uses the connection
+        self.depth = 0  # nested uses by the owner (a query inside a snapshot), changed by it alone
+        self.doomed = False
+
+    def enter(self) -> sqlite3.Connection:
+        if self.depth == 0:
+            self.lock.acquire()
+        self.depth += 1
+        return self.conn
+
+    def exit(self) -> None:
+        self.depth -= 1
+        if self.depth == 0:
+            self.lock.release()
+            if self.doomed:  # closed while in use: ours to close now (read after the release)
+                self.close_if_idle()
+
+    def close_if_idle(self) -> None:
+        """Close the connection unless a query is using it (its end will, once ``doomed``)."""
+        if self.lock.acquire(blocking=False):
+            try:
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.close()
+            finally:
+                self.lock.release()
+
+
 class SQLiteStorage(SQLStorage):
     """The embedded store in ``directory`` (created if missing, unless ``create=False``).
 
@@ -158,8 +195,8 @@ class SQLiteStorage(SQLStorage):
         self.read_only = not (os.access(self.path, os.W_OK) and os.access(self.directory, os.W_OK))
         self._busy_ms = int(busy_timeout_s * 1000)
         self._local = threading.local()
-        #: Every open connection, with the thread it belongs to (see :meth:`_conn`).
-        self._all_conns: list[tuple[threading.Thread, sqlite3.Connection]] = []
+        #: Every open connection, with the thread it belongs to (see :meth:`_handle`).
+        self._all_conns: list[_Handle] = []
         self._conns_lock = threading.Lock()
         version = int(meta["schema_version"])
         if version > SCHEMA_VERSION:
@@ -185,8 +222,11 @@ class SQLiteStorage(SQLStorage):
 
     # -- connections and transactions -------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
+        return self._handle().conn
+
+    def _handle(self) -> _Handle:
+        handle: _Handle | None = getattr(self._local, "handle", None)
+        if handle is None:
             try:
                 target = integrity.read_only_uri(self.path) if self.read_only else str(self.path)
                 conn = sqlite3.connect(
@@ -205,12 +245,22 @@ class SQLiteStorage(SQLStorage):
                 conn.execute("PRAGMA secure_delete = ON")
             except sqlite3.DatabaseError as e:
                 raise StoreError(f"cannot open the memory store {str(self.path)!r}: {e}") from e
-            self._local.conn = conn
+            handle = self._local.handle = _Handle(conn)
             with self._conns_lock:
-                self._all_conns = [*self._closed_dead(), (threading.current_thread(), conn)]
-        return conn
+                self._all_conns = [*self._closed_dead(), handle]
+        return handle
 
-    def _closed_dead(self) -> list[tuple[threading.Thread, sqlite3.Connection]]:
+    @contextlib.contextmanager
+    def _using(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection, marked in use for the block (see :meth:`close`)."""
+        handle = self._handle()
+        conn = handle.enter()
+        try:
+            yield conn
+        finally:
+            handle.exit()
+
+    def _closed_dead(self) -> list[_Handle]:
         """The open connections of threads still running, those of ended threads closed (under
         ``_conns_lock``). Each thread has a connection of its own: without this, every short-lived
         thread that read the store (a partition build reads its lexical snapshot on one) left one
@@ -218,24 +268,32 @@ class SQLiteStorage(SQLStorage):
         building partitions ran out of file descriptors)."""
         alive = []
         main = threading.main_thread()
-        for thread, conn in self._all_conns:
+        for handle in self._all_conns:
             # The main thread counts as ended once it has finished, yet it still runs the
             # ``atexit`` handlers, which may use the store: its connection stays open.
-            if thread.is_alive() or thread is main:
-                alive.append((thread, conn))
+            if handle.thread.is_alive() or handle.thread is main:
+                alive.append(handle)
             else:  # nothing can use it now: its thread's local storage is gone
-                with contextlib.suppress(sqlite3.Error):
-                    conn.close()
+                handle.close_if_idle()
         return alive
 
     def _rows(self, sql: str, args: Sequence[Any] = (), *, binary: bool = False) -> list[tuple[Any, ...]]:
-        return self._conn().execute(sql, args).fetchall()
+        handle = self._handle()
+        conn = handle.enter()
+        try:
+            return conn.execute(sql, args).fetchall()
+        finally:
+            handle.exit()
 
     def _stream(self, sql: str, args: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
-        return iter(self._conn().execute(sql, args))
+        with self._using() as conn:
+            yield from conn.execute(sql, args)
 
     def _write(self, fn: Callable[[Cursor], T]) -> T:
-        conn = self._conn()
+        with self._using() as conn:
+            return self._transaction(conn, fn)
+
+    def _transaction(self, conn: sqlite3.Connection, fn: Callable[[Cursor], T]) -> T:
         try:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -255,16 +313,16 @@ class SQLiteStorage(SQLStorage):
     def snapshot(self) -> Iterator[None]:
         """Reads made by this thread inside the block see one consistent state of the store,
         even while other threads and processes write (an export is a consistent backup)."""
-        conn = self._conn()
-        if conn.in_transaction:
-            yield
-            return
-        conn.execute("BEGIN")
-        try:
-            conn.execute("SELECT 1 FROM meta LIMIT 1").fetchone()  # the snapshot starts at the first read
-            yield
-        finally:
-            conn.execute("COMMIT")
+        with self._using() as conn:
+            if conn.in_transaction:
+                yield
+                return
+            conn.execute("BEGIN")
+            try:
+                conn.execute("SELECT 1 FROM meta LIMIT 1").fetchone()  # the snapshot starts at the first read
+                yield
+            finally:
+                conn.execute("COMMIT")
 
     def _migrate(self) -> None:
         def run(c: Cursor) -> None:
@@ -324,19 +382,21 @@ class SQLiteStorage(SQLStorage):
         copy them into the database (where secure_delete zeroed the rows) and empty it, so no
         copy of what was deleted is left in a file. Best effort, waiting at most a second: a
         reader in a long snapshot keeps its pages."""
-        conn = self._conn()
-        with contextlib.suppress(sqlite3.Error):
+        with self._using() as conn, contextlib.suppress(sqlite3.Error):
             conn.execute("PRAGMA busy_timeout = 1000")
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
 
     def close(self) -> None:
+        """Close every connection. One that a thread is using at this moment (a web server's
+        warm-up thread reading the store while the server shuts down) is closed by that thread
+        when its query ends: closing a connection under a running query crashes the process."""
         with self._conns_lock:
-            for _, conn in self._all_conns:
-                with contextlib.suppress(sqlite3.Error):
-                    conn.close()
-            self._all_conns.clear()
-        self._local = threading.local()
+            handles, self._all_conns = self._all_conns, []
+            self._local = threading.local()  # a later use opens a new connection
+        for handle in handles:
+            handle.doomed = True  # set before the attempt: the owner reads it after releasing
+            handle.close_if_idle()
 
     # -- the dialect -------------------------------------------------------------------------
     def _in_list(self, column: str, values: Iterable[Any], sql_type: str = "text") -> tuple[str, list[Any]]:
@@ -365,7 +425,17 @@ class SQLiteStorage(SQLStorage):
         :class:`Memory` per row. If any row has no key (an unusual strength or date), the generic
         path runs instead, so the result is always exactly the generic path's."""
         ks = [k.value for k in kinds]
-        conn = self._conn()
+        with self._using() as conn:
+            return self._forget_columns(conn, user_id, ks, kinds, weights)
+
+    def _forget_columns(
+        self,
+        conn: sqlite3.Connection,
+        user_id: int,
+        ks: list[str],
+        kinds: Iterable[MemoryKind],
+        weights: bool,
+    ) -> ForgetColumns:
         n, packed_text = conn.execute(
             "SELECT count(*), group_concat((id << 31) + forget_key) "
             "FROM memories INDEXED BY memories_forget_key "

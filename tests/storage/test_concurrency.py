@@ -3,6 +3,7 @@ adds, and search caches that follow every committed write (threads and separate 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ from tests.conftest import REPO
 from tests.storage.test_contract import ENC, full_memory, turn, vec
 
 N = 60
+
 
 def test_two_servers_reinforcing_one_memory_count_one_recall_a_day(stores) -> None:  # type: ignore[no-untyped-def]
     a, b = stores(), stores()
@@ -91,8 +93,15 @@ def test_retried_batch_add_is_idempotent(stores) -> None:  # type: ignore[no-unt
 def test_retried_turn_with_a_client_id_is_stored_once(stores) -> None:  # type: ignore[no-untyped-def]
     a, b = stores(), stores()
     u = a.ensure_user("Ann").id
-    keyed = Memory(memory_id="msg-7f3a", user="Ann", kind=MemoryKind.TURN, date="2023-05-01", text="hello",
-                   query="hello", response="")
+    keyed = Memory(
+        memory_id="msg-7f3a",
+        user="Ann",
+        kind=MemoryKind.TURN,
+        date="2023-05-01",
+        text="hello",
+        query="hello",
+        response="",
+    )
     barrier = threading.Barrier(4)
 
     def send(storage):  # type: ignore[no-untyped-def]  # the same request reaching two servers twice each
@@ -133,8 +142,14 @@ print("done", flush=True)
 
 def _run_children(spec: str, mode: str, n: int, count: int = 2) -> list[subprocess.Popen[str]]:
     procs = [
-        subprocess.Popen([sys.executable, "-c", _CHILD, spec, str(p), str(n), mode], cwd=REPO, text=True,
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        subprocess.Popen(
+            [sys.executable, "-c", _CHILD, spec, str(p), str(n), mode],
+            cwd=REPO,
+            text=True,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         for p in range(count)
     ]
     for p in procs:
@@ -158,7 +173,7 @@ def test_two_processes_reinforcing_one_memory(stores, make_bank) -> None:  # typ
     bank = make_bank()
     bank.add_turn("shared", "I love the sea.", "Me too.", at="2023-05-01T09:00")
     _finish(_run_children(stores.spec, "reinforce", N))
-    (m, _), = bank.memories("shared")
+    ((m, _),) = bank.memories("shared")
     assert m.strength == 2 and m.last_recall_date == "2023-06-01"  # one recall day, counted once
 
 
@@ -219,12 +234,18 @@ def test_a_late_commit_is_not_missed_by_another_servers_cache(stores, make_bank)
 
     storage_a._write = stalling_write  # type: ignore[attr-defined]
     results: dict[str, Memory] = {}
-    ta = threading.Thread(target=lambda: results.setdefault("a", writer_a.add_turn(
-        "Ann", "late commit about zebras", "ok", at="2023-05-01T10:00")))
+    ta = threading.Thread(
+        target=lambda: results.setdefault(
+            "a", writer_a.add_turn("Ann", "late commit about zebras", "ok", at="2023-05-01T10:00")
+        )
+    )
     ta.start()
     assert inserted.wait(20)
-    tb = threading.Thread(target=lambda: results.setdefault("b", writer_b.add_turn(
-        "Ann", "quick commit about kiwis", "ok", at="2023-05-01T10:01")))
+    tb = threading.Thread(
+        target=lambda: results.setdefault(
+            "b", writer_b.add_turn("Ann", "quick commit about kiwis", "ok", at="2023-05-01T10:01")
+        )
+    )
     tb.start()
     time.sleep(0.5)
     assert tb.is_alive()  # B waits for Ann's row lock rather than drawing an id now
@@ -271,7 +292,9 @@ def test_many_threads_on_two_servers(make_bank) -> None:  # type: ignore[no-unty
         bank, user = banks[worker % 2], f"user{worker % 3}"
         try:
             for i in range(15):
-                bank.add_turn(user, f"worker {worker} note {i} about kites", "ok", at=f"2023-05-0{1 + i % 3}T10:00")
+                bank.add_turn(
+                    user, f"worker {worker} note {i} about kites", "ok", at=f"2023-05-0{1 + i % 3}T10:00"
+                )
                 hits = bank.search(user, f"worker {worker} note {i}", k=3)
                 assert any(f"worker {worker} note {i} " in h.memory.text for h in hits)
         except BaseException as e:
@@ -307,3 +330,49 @@ def test_partition_builds_on_short_lived_threads_leave_no_connections_open(make_
     for i in range(40):
         assert bank.search("Ann" if i % 2 else "Bob", "topic", k=1)  # a build from the snapshot each
     assert len(os.listdir("/proc/self/fd")) - before < 10  # before the fix: about 80 more
+
+
+def test_closing_a_store_while_another_thread_queries_it_neither_crashes_nor_leaks(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A web server's warm-up thread read the store while the server shut down; close() closed
+    that thread's SQLite connection under its running query and the process died (segmentation
+    fault). Now the running query finishes, and the connection still closes: once the thread lets
+    go of it, no file handle of the store stays open."""
+    from memory_bank.stores.sqlite import SQLiteStorage
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("counts open file descriptors through /proc/self/fd (Linux)")
+
+    def handles() -> int:
+        return sum(1 for fd in os.listdir("/proc/self/fd") if str(tmp_path) in _target(fd))
+
+    outcomes: list[str] = []
+    for _ in range(40):  # the crash needed the close to land inside a query: race it often
+        storage = SQLiteStorage(tmp_path)
+        started = threading.Event()
+
+        def query(storage: SQLiteStorage = storage, started: threading.Event = started) -> None:
+            try:
+                for _ in range(300):
+                    storage._rows("SELECT count(*) FROM meta a, meta b, meta c, meta d")
+                    started.set()
+                outcomes.append("done")
+            except Exception as e:
+                outcomes.append(repr(e))
+            finally:
+                started.set()
+
+        worker = threading.Thread(target=query)
+        worker.start()
+        started.wait()
+        storage.close()
+        worker.join()
+        storage.close()  # the worker's later queries opened their own connection: closed now
+    assert len(outcomes) == 40 and set(outcomes) <= {"done"}
+    assert handles() == 0
+
+
+def _target(fd: str) -> str:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return ""
