@@ -1060,16 +1060,18 @@ class MemoryBank:
                 cols, kinds = early.columns.result()
             else:
                 cols, kinds = self._forget_columns(rec)
+            # The highest rowid examined is the columns' own: a memory the partition gained
+            # after they were read (another search's refresh) is left to ``added``.
             top = int(cols.rowids.max()) if len(cols.rowids) else 0
-            if part is not None and len(part.rowids):
-                top = max(top, int(part.rowids[-1]))
             if not threshold or not len(cols.rowids):
                 return ascending_ids(cols.rowids), top
             return ascending_ids(cols.rowids[~self._drop_mask(rec, cols, kinds, today, f.mode, None)]), top
 
         def added(after: int) -> tuple[np.ndarray, int]:
             assert part is not None
-            new = part.rowids[np.searchsorted(part.rowids, after, side="right") :]
+            with part.lock:  # another search may be appending to it
+                held = part.rowids
+                new = held[np.searchsorted(held, after, side="right") :].copy()
             if not len(new):
                 return new, after
             mems = [m for m in self.storage.memories(rec.id, rowids=new.tolist()) if not m.archived]

@@ -512,6 +512,8 @@ class Partition:
         self._unanswered = np.zeros(0, dtype=bool)  # per position: a question answered by a question
         self._n = 0
         self.lock = threading.RLock()
+        #: An add into it failed midway (see :meth:`PartitionCache.get`): it is not used again.
+        self.broken = False
 
     def __len__(self) -> int:
         return self._n
@@ -964,11 +966,22 @@ class PartitionCache:
                 while len(self._parts) > self.max_users:
                     self._parts.popitem(last=False)
         with part.lock:
+            if part.broken:  # a load into it failed while this thread waited: start again
+                return self.get(user_id)
             if part.version != version:
-                if len(part) == 0 and self.snapshots is not None:
-                    self._build(user_id, part, self.snapshots)
-                else:
-                    part.add(self._loader(user_id, part.max_rowid, None, True))
+                try:
+                    if len(part) == 0 and self.snapshots is not None:
+                        self._build(user_id, part, self.snapshots)
+                    else:
+                        part.add(self._loader(user_id, part.max_rowid, None, True))
+                except BaseException:
+                    # An add stopped midway (a failed read, a Ctrl-C in the terminal chat) can
+                    # leave the partition's arrays out of step: never search or extend it again.
+                    part.broken = True
+                    with self._lock:
+                        if self._parts.get(user_id) is part:
+                            del self._parts[user_id]
+                    raise
                 part.version = version
             part.tiers = tiers
         return part

@@ -109,11 +109,10 @@ class _Handle:
         self.depth = 0  # nested uses by the owner (a query inside a snapshot), changed by it alone
         self.doomed = False
 
-    def enter(self) -> sqlite3.Connection:
+    def enter(self) -> None:
         if self.depth == 0:
             self.lock.acquire()
         self.depth += 1
-        return self.conn
 
     def exit(self) -> None:
         self.depth -= 1
@@ -250,13 +249,22 @@ class SQLiteStorage(SQLStorage):
                 self._all_conns = [*self._closed_dead(), handle]
         return handle
 
+    def _entered(self) -> _Handle:
+        """This thread's connection, marked in use (see :meth:`close`) until ``exit()``. One
+        that a ``close()`` got to between the lookup and the mark is let go for a new one."""
+        while True:
+            handle = self._handle()
+            handle.enter()
+            if not handle.doomed:
+                return handle
+            handle.exit()  # closes it, unless an outer block of this thread still uses it
+
     @contextlib.contextmanager
     def _using(self) -> Iterator[sqlite3.Connection]:
         """This thread's connection, marked in use for the block (see :meth:`close`)."""
-        handle = self._handle()
-        conn = handle.enter()
+        handle = self._entered()
         try:
-            yield conn
+            yield handle.conn
         finally:
             handle.exit()
 
@@ -278,10 +286,9 @@ class SQLiteStorage(SQLStorage):
         return alive
 
     def _rows(self, sql: str, args: Sequence[Any] = (), *, binary: bool = False) -> list[tuple[Any, ...]]:
-        handle = self._handle()
-        conn = handle.enter()
+        handle = self._entered()
         try:
-            return conn.execute(sql, args).fetchall()
+            return handle.conn.execute(sql, args).fetchall()
         finally:
             handle.exit()
 
@@ -382,10 +389,13 @@ class SQLiteStorage(SQLStorage):
         copy them into the database (where secure_delete zeroed the rows) and empty it, so no
         copy of what was deleted is left in a file. Best effort, waiting at most a second: a
         reader in a long snapshot keeps its pages."""
-        with self._using() as conn, contextlib.suppress(sqlite3.Error):
-            conn.execute("PRAGMA busy_timeout = 1000")
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+        with self._using() as conn:
+            try:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("PRAGMA busy_timeout = 1000")
+                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
 
     def close(self) -> None:
         """Close every connection. One that a thread is using at this moment (a web server's

@@ -78,7 +78,9 @@ def test_a_reply_that_revives_a_forgotten_memory_updates_the_set_without_recompu
 
 def _faded_and_fresh(bank) -> str:  # type: ignore[no-untyped-def]
     for i in range(6):  # faded by the search day
-        bank.add_turn("Ann", f"Back in May I tried pottery class number {i}.", "Nice.", at=f"2023-05-0{i + 1}T09:00")
+        bank.add_turn(
+            "Ann", f"Back in May I tried pottery class number {i}.", "Nice.", at=f"2023-05-0{i + 1}T09:00"
+        )
     now = "2023-09-01"
     bank.add_turn("Ann", "Today I painted the sea.", "Lovely.", at=f"{now}T09:00")
     return now
@@ -90,14 +92,20 @@ def test_a_restart_reads_the_live_set_beside_the_partition_build_and_gets_the_sa
     now = _faded_and_fresh(make_bank(forgetting=SELECTIVE_FORGETTING))
     serial = make_bank(forgetting=SELECTIVE_FORGETTING)
     monkeypatch.setattr(serial, "_read_forget_columns_early", lambda *a: None)
-    expected = [(h.memory.memory_id, h.memory.archived, h.score) for h in serial.search("Ann", "pottery", k=4, now=now)]
+    expected = [
+        (h.memory.memory_id, h.memory.archived, h.score)
+        for h in serial.search("Ann", "pottery", k=4, now=now)
+    ]
     restarted = make_bank(forgetting=SELECTIVE_FORGETTING)
     threads = []
     real = restarted._forget_columns
     monkeypatch.setattr(
         restarted, "_forget_columns", lambda *a: threads.append(threading.current_thread().name) or real(*a)
     )
-    got = [(h.memory.memory_id, h.memory.archived, h.score) for h in restarted.search("Ann", "pottery", k=4, now=now)]
+    got = [
+        (h.memory.memory_id, h.memory.archived, h.score)
+        for h in restarted.search("Ann", "pottery", k=4, now=now)
+    ]
     assert got == expected and any(archived for _, archived, _ in got)  # faded ones found in the cold tier
     assert len(threads) == 1 and threads[0].startswith("memorybank-snapshot")  # read beside the build
 
@@ -158,3 +166,44 @@ def test_two_searches_growing_the_set_at_once_keep_each_others_views() -> None:
         7, (5, 0, 0), "2023-05-01", lambda: (live, 3), lambda after: (np.zeros(0, dtype=np.int64), after)
     )
     assert 9 in later.tolist() and 10 in later.tolist()
+
+
+def test_a_turn_another_search_adds_while_the_set_is_computed_stays_live(make_bank, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Computing the set reads the store's columns, then used to take the partition's last rowid
+    as the highest examined: a turn that another search added to the partition in between was
+    never examined, so it ranked as forgotten for the rest of the day."""
+    bank = make_bank(forgetting=SELECTIVE_FORGETTING)
+    for i in range(4):
+        bank.add_turn("Ann", f"On day one I baked loaf {i}.", "Yum.", at=f"2023-09-01T1{i}:00")
+    bank.search("Ann", "what did I bake", k=2, now="2023-09-01")
+    day = "2023-09-02"  # a new day: the set is computed again
+    read = bank._forget_columns
+    calls: list[int] = []
+
+    def columns_then_another_search(rec):  # type: ignore[no-untyped-def]
+        out = read(rec)
+        calls.append(1)
+        if len(calls) == 1:  # between this read and the end of the computation
+            other = threading.Thread(
+                target=lambda: (
+                    bank.add_turn(
+                        "Ann", "Just now I adopted a parrot named Kiwi.", "Wow!", at=f"{day}T11:00"
+                    ),
+                    bank.search("Ann", "parrot", k=1, now=day),  # brings the partition up to date
+                )
+            )
+            other.start()
+            other.join()
+        return out
+
+    monkeypatch.setattr(bank, "_forget_columns", columns_then_another_search)
+    bank.search("Ann", "what did I bake", k=2, now=day)
+    monkeypatch.undo()
+    hits = bank.search("Ann", "my parrot Kiwi", k=1, now=day)
+    assert hits and "Kiwi" in hits[0].memory.text
+    assert not hits[0].memory.archived  # ranked as live, not as a forgotten memory
+    rec = bank.user("Ann")
+    part = bank._cache.get(rec.id)
+    cached = bank._live_now(rec, dt.date.fromisoformat(day), part)
+    bank.cold._live.clear()
+    assert cached.tolist() == bank._live_now(rec, dt.date.fromisoformat(day), part).tolist()

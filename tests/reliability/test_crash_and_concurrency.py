@@ -8,6 +8,8 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from memory_bank import MemoryBank
 from memory_bank.embeddings import HashingEncoder
 from tests.conftest import REPO
@@ -15,9 +17,22 @@ from tests.conftest import REPO
 
 def test_sigkilled_writer_loses_nothing(tmp_path) -> None:  # type: ignore[no-untyped-def]
     out = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "stress_crash.py"), "--kills", "6", "--seed", "7",
-         "--store", str(tmp_path / "store"), "--max-delay", "0.3"],
-        capture_output=True, text=True, timeout=300, cwd=REPO,
+        [
+            sys.executable,
+            str(REPO / "scripts" / "stress_crash.py"),
+            "--kills",
+            "6",
+            "--seed",
+            "7",
+            "--store",
+            str(tmp_path / "store"),
+            "--max-delay",
+            "0.3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
     )
     result = json.loads(out.stdout)
     assert out.returncode == 0, result
@@ -27,8 +42,20 @@ def test_sigkilled_writer_loses_nothing(tmp_path) -> None:  # type: ignore[no-un
 
 def test_sigkilled_imports_leave_every_user_whole_and_a_rerun_finishes(tmp_path) -> None:  # type: ignore[no-untyped-def]
     out = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "stress_crash.py"), "--kills", "0", "--imports", "3", "--seed", "3"],
-        capture_output=True, text=True, timeout=400, cwd=REPO,
+        [
+            sys.executable,
+            str(REPO / "scripts" / "stress_crash.py"),
+            "--kills",
+            "0",
+            "--imports",
+            "3",
+            "--seed",
+            "3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=400,
+        cwd=REPO,
     )
     result = json.loads(out.stdout)
     assert out.returncode == 0, result
@@ -40,14 +67,18 @@ def test_threads_add_and_search_concurrently(tmp_path) -> None:  # type: ignore[
     # Forgetting off, as in the process test below: with it on, the day's pass run by a thread's
     # first write may forget a 2023 turn another thread has just stored, and the history (which
     # leaves forgotten turns out) would count 59 of 60 although nothing was lost.
-    bank = MemoryBank.open(tmp_path / "store", encoder_instance=HashingEncoder(64), forgetting={"mode": "off"})
+    bank = MemoryBank.open(
+        tmp_path / "store", encoder_instance=HashingEncoder(64), forgetting={"mode": "off"}
+    )
     errors: list[BaseException] = []
 
     def session(worker: int) -> None:
         user = f"user{worker % 3}"
         try:
             for i in range(30):
-                bank.add_turn(user, f"worker {worker} note {i} about kites", "ok", at=f"2023-05-0{1 + i % 5}T10:00")
+                bank.add_turn(
+                    user, f"worker {worker} note {i} about kites", "ok", at=f"2023-05-0{1 + i % 5}T10:00"
+                )
                 hits = bank.search(user, f"worker {worker} note {i}", k=3)
                 assert all(h.memory.user == user for h in hits)
                 assert any(f"worker {worker} note {i} " in h.memory.text for h in hits)
@@ -83,8 +114,13 @@ def test_processes_share_one_store(tmp_path) -> None:  # type: ignore[no-untyped
     store = str(tmp_path / "store")
     MemoryBank.open(store, encoder_instance=HashingEncoder(64)).close()
     procs = [
-        subprocess.Popen([sys.executable, "-c", _PROC, store, str(p)], cwd=REPO, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", _PROC, store, str(p)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for p in range(3)
     ]
     reader = MemoryBank.open(store, encoder_instance=HashingEncoder(64), forgetting={"mode": "off"})
@@ -137,3 +173,32 @@ def test_export_is_a_consistent_snapshot_while_writes_continue(tmp_path) -> None
         stop.set()
         t.join()
     bank.close()
+
+
+def test_a_partition_load_interrupted_midway_is_rebuilt_not_reused(make_bank, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Ctrl-C in the terminal chat (or a failed read) during a search's partition refresh left
+    the cached partition half-extended (its vectors and words added, its neighbours and rowid
+    bound not), and every later search of that user ran on it: duplicated memories, IndexErrors."""
+    from memory_bank.index import Partition
+
+    bank = make_bank()
+    for i in range(6):
+        bank.add_turn(
+            "Ann", f"On trip {i} I visited the museum in town {i}.", "Nice.", at=f"2023-05-0{i + 1}T09:00"
+        )
+    bank.search("Ann", "museum", k=3)
+    bank.add_turn("Ann", "Yesterday I adopted a parrot named Kiwi.", "Wow!", at="2023-05-08T09:00")
+    index_days = Partition._index_days
+
+    def interrupted(self, *a):  # type: ignore[no-untyped-def]
+        monkeypatch.setattr(Partition, "_index_days", index_days)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Partition, "_index_days", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        bank.search("Ann", "parrot", k=3)
+    fresh = make_bank()  # the same store, opened anew
+    for query in ("parrot Kiwi", "museum in town 3", "trip"):
+        got = [(h.memory.memory_id, round(h.score, 6)) for h in bank.search("Ann", query, k=7)]
+        assert got == [(h.memory.memory_id, round(h.score, 6)) for h in fresh.search("Ann", query, k=7)]
+        assert len({m for m, _ in got}) == len(got)  # no memory twice

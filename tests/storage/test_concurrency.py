@@ -376,3 +376,34 @@ def _target(fd: str) -> str:
         return os.readlink(f"/proc/self/fd/{fd}")
     except OSError:
         return ""
+
+
+def test_a_delete_racing_close_is_reported_exactly_as_it_happened(make_bank) -> None:  # type: ignore[no-untyped-def]
+    """A deletion commits, then empties the write-ahead log; close() from another thread used to
+    close the connection between the two, and the deletion, done, was reported as an error."""
+    bank = make_bank()
+    for i in range(40):
+        bank.add_turn("Ann", f"note number {i} about apples", "ok", at=f"2023-05-01T10:{i:02d}")
+    user = bank.user("Ann").id
+    mismatches = []
+    for r in range(120):
+        target = bank.memories("Ann")[0][0].memory_id
+        outcome: list[BaseException | None] = []
+
+        def delete(target: str = target, outcome: list[BaseException | None] = outcome) -> None:
+            try:
+                bank.delete_memory("Ann", target)
+                outcome.append(None)
+            except Exception as e:
+                outcome.append(e)
+
+        worker = threading.Thread(target=delete)
+        worker.start()
+        time.sleep((r % 20) * 0.0003)
+        bank.storage.close()
+        worker.join()
+        gone = bank.storage.get_memory(user, target) is None
+        if outcome != [None] or not gone:
+            mismatches.append((r, outcome, gone))
+        bank.add_turn("Ann", f"another note {r} about apples", "ok", at=f"2023-05-02T10:{r % 60:02d}")
+    assert mismatches == []
