@@ -1019,6 +1019,13 @@ class MemoryBank:
         if f.mode == "off" or not f.daily_pass or rec.last_forget_date == today.isoformat():
             return None
         with self._forget_lock:
+            # Two first writes of the day can both get here: the second waited while the first
+            # ran the pass. It must not run another (a stochastic pass would draw again and
+            # forget more), so the day is read again from the store.
+            stored = self.storage.get_user(rec.name)
+            if stored is None or stored.last_forget_date == today.isoformat():
+                rec.last_forget_date = today.isoformat()
+                return None
             return self._forget_user(rec, today, f.mode, f.seed)
 
     def _read_forget_columns_early(self, rec: UserRecord, today: dt.date) -> _EarlyColumns | None:

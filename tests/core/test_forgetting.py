@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import math
 
 import numpy as np
@@ -88,7 +89,9 @@ def test_default_forgets_but_loses_nothing_and_off_forgets_nothing(make_bank, tm
 def test_paper_mode_pass_archives_old_memories_reproducibly(make_bank, tmp_path, clock) -> None:  # type: ignore[no-untyped-def]
     results = []
     for run in range(2):
-        bank = make_bank(tmp_path / f"s{run}", forgetting={**PAPER_FORGETTING, "seed": 3, "daily_pass": False})
+        bank = make_bank(
+            tmp_path / f"s{run}", forgetting={**PAPER_FORGETTING, "seed": 3, "daily_pass": False}
+        )
         _turns(bank)
         report = bank.forget("Ann", now="2023-05-20")["Ann"]
         results.append(report.forgotten)
@@ -116,8 +119,9 @@ def test_reinforcement_slows_forgetting(make_bank) -> None:  # type: ignore[no-u
 
 
 def test_delete_action_removes_and_marks_summaries_stale(make_bank, clock) -> None:  # type: ignore[no-untyped-def]
-    bank = make_bank(forgetting={**CURVE, "policy": "threshold", "threshold": 0.5, "action": "delete",
-                                 "daily_pass": False})
+    bank = make_bank(
+        forgetting={**CURVE, "policy": "threshold", "threshold": 0.5, "action": "delete", "daily_pass": False}
+    )
     _turns(bank)
     bank.set_layer("Ann", MemoryKind.DAILY_SUMMARY, "Ann planted tomatoes.", date="2023-05-01")
     report = bank.forget("Ann", now="2023-05-03")["Ann"]
@@ -132,9 +136,33 @@ def test_daily_pass_runs_on_the_first_write_of_a_day_never_on_a_search(make_bank
     _turns(bank)
     clock.now = clock.now.replace(year=2023, month=5, day=3)
     bank.search("Ann", "garden", k=5)  # a search persists nothing ...
-    assert [m.date for m, _ in bank.memories("Ann") if not m.archived] == ["2023-05-01", "2023-05-02", "2023-05-03"]
+    assert [m.date for m, _ in bank.memories("Ann") if not m.archived] == [
+        "2023-05-01",
+        "2023-05-02",
+        "2023-05-03",
+    ]
     assert bank.user("Ann").last_forget_date == "2023-05-01"
     bank.add_turn("Ann", "The tomatoes are red now.", "Yum!")  # ... the first write of 05-03 does:
     remaining = [m.date for m, _ in bank.memories("Ann") if not m.archived]
     assert remaining == ["2023-05-02", "2023-05-03", "2023-05-03"]  # t=2 (R=.135) dropped
     assert bank.user("Ann").last_forget_date == "2023-05-03"
+
+
+def test_two_first_writes_of_a_day_run_one_pass(make_bank, clock) -> None:  # type: ignore[no-untyped-def]
+    """Two writes of a new day that read the user before either ran the day's pass (two chat
+    threads) each used to run it: a second stochastic pass drew again and forgot more."""
+    bank = make_bank(forgetting={**PAPER_FORGETTING, "daily_pass": True})
+    _turns(bank)
+    day = dt.date(2023, 5, 4)
+    first, second = bank.user("Ann"), bank.user("Ann")  # both read before either pass
+    passes: list[str] = []
+    run = bank._forget_user
+
+    def counted(*a):  # type: ignore[no-untyped-def]
+        passes.append(a[0].name)
+        return run(*a)
+
+    bank._forget_user = counted
+    assert bank._daily_forget(first, day) is not None
+    assert bank._daily_forget(second, day) is None and passes == ["Ann"]
+    assert second.last_forget_date == "2023-05-04"
