@@ -1142,10 +1142,13 @@ class MemoryBank:
             if rowids:
                 keys = self.storage.memory_keys(rec.id, rowids)
                 gone = [keys[r] for r in rowids if r in keys]  # (memory_id, kind, date), in order
+                # Only those whose clock the store still starts before today: one recalled
+                # since the columns were read (another thread's reply) has retention 1 today.
+                day = today.isoformat()
                 if f.action == "delete":
-                    self.storage.delete_memories(rec.id, rowids)
+                    self.storage.delete_memories(rec.id, rowids, anchored_before=day)
                 else:
-                    self.storage.set_archived(rec.id, rowids, True)
+                    self.storage.set_archived(rec.id, rowids, True, anchored_before=day)
                 dates = sorted({date for _, kind, date in gone if kind is MemoryKind.TURN})
                 if dates and f.action == "delete":
                     self.storage.mark_stale(

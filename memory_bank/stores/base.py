@@ -233,17 +233,34 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     def set_archived(
-        self, user_id: int, rowids: Sequence[int], archived: bool, *, hidden: bool = False
+        self,
+        user_id: int,
+        rowids: Sequence[int],
+        archived: bool,
+        *,
+        hidden: bool = False,
+        anchored_before: str | None = None,
     ) -> None:
         """Archive memories (out of the live tier; ``hidden``: out of every search, the cold
-        tier's too) or, with ``archived=False``, bring them back (unhidden as well)."""
+        tier's too) or, with ``archived=False``, bring them back (unhidden as well).
+
+        ``anchored_before`` (a day, ``YYYY-MM-DD``): only those whose forgetting clock (last
+        recall, else date) still starts before that day, checked as they are written. A
+        forgetting pass of that day gives it: a memory recalled (or a rowid reused by a memory
+        stored) after the pass read the store has retention 1 on its day and is kept."""
 
     @abc.abstractmethod
     def delete_memories(
-        self, user_id: int, rowids: Sequence[int], scrub_dates: Iterable[str] | None = None
+        self,
+        user_id: int,
+        rowids: Sequence[int],
+        scrub_dates: Iterable[str] | None = None,
+        *,
+        anchored_before: str | None = None,
     ) -> int:
         """Delete memories; with ``scrub_dates``, in the same transaction blank the daily layers of
-        those dates and the global layers (marked stale, to be regenerated without them)."""
+        those dates and the global layers (marked stale, to be regenerated without them).
+        ``anchored_before``: as for :meth:`set_archived`."""
 
     @abc.abstractmethod
     def delete_archived(self, user_id: int) -> int:

@@ -845,11 +845,17 @@ class SQLStorage(Storage):
             self._bump(c, user_id, epoch=False, tiers=True)
 
     def set_archived(
-        self, user_id: int, rowids: Sequence[int], archived: bool, *, hidden: bool = False
+        self,
+        user_id: int,
+        rowids: Sequence[int],
+        archived: bool,
+        *,
+        hidden: bool = False,
+        anchored_before: str | None = None,
     ) -> None:
         if not len(rowids):
             return
-        cond, args = self._by_rowids(rowids)
+        cond, args = self._anchored(*self._by_rowids(rowids), anchored_before)
         hide = bool(archived and hidden)
 
         def run(c: Cursor) -> None:
@@ -870,11 +876,16 @@ class SQLStorage(Storage):
         self._write(run)
 
     def delete_memories(
-        self, user_id: int, rowids: Sequence[int], scrub_dates: Iterable[str] | None = None
+        self,
+        user_id: int,
+        rowids: Sequence[int],
+        scrub_dates: Iterable[str] | None = None,
+        *,
+        anchored_before: str | None = None,
     ) -> int:
         if not len(rowids):
             return 0
-        cond, args = self._by_rowids(rowids)
+        cond, args = self._anchored(*self._by_rowids(rowids), anchored_before)
         days = None if scrub_dates is None else list(scrub_dates)
 
         def run(c: Cursor) -> int:
@@ -985,6 +996,14 @@ class SQLStorage(Storage):
         return int(c.execute(sql, args).rowcount)
 
     # -- reading memories ----------------------------------------------------------------------
+    @staticmethod
+    def _anchored(cond: str, args: list[Any], before: str | None) -> tuple[str, list[Any]]:
+        """``cond`` limited to memories whose forgetting clock starts before the day ``before``
+        (see :meth:`Storage.set_archived`), when given."""
+        if before is None:
+            return cond, args
+        return f"{cond} AND substr(COALESCE(last_recall_date, date), 1, 10) < ?", [*args, before]
+
     def _by_rowids(self, rowids: Sequence[int], prefix: str = "") -> tuple[str, list[Any]]:
         """``user_id = ? AND id IN rowids`` (of table alias ``prefix``), its arguments after the user's."""
         cond, args = self._in_list(f"{prefix}id", [int(r) for r in rowids], "bigint")

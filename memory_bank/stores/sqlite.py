@@ -355,9 +355,14 @@ class SQLiteStorage(SQLStorage):
         return n
 
     def delete_memories(
-        self, user_id: int, rowids: Sequence[int], scrub_dates: Iterable[str] | None = None
+        self,
+        user_id: int,
+        rowids: Sequence[int],
+        scrub_dates: Iterable[str] | None = None,
+        *,
+        anchored_before: str | None = None,
     ) -> int:
-        n = super().delete_memories(user_id, rowids, scrub_dates)
+        n = super().delete_memories(user_id, rowids, scrub_dates, anchored_before=anchored_before)
         self._flush_deleted()
         return n
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import threading
 
 import numpy as np
 import pytest
@@ -166,3 +167,28 @@ def test_two_first_writes_of_a_day_run_one_pass(make_bank, clock) -> None:  # ty
     assert bank._daily_forget(first, day) is not None
     assert bank._daily_forget(second, day) is None and passes == ["Ann"]
     assert second.last_forget_date == "2023-05-04"
+
+
+@pytest.mark.parametrize("action", ["archive", "delete"])
+def test_a_memory_recalled_while_the_pass_runs_is_not_forgotten(make_bank, action) -> None:  # type: ignore[no-untyped-def]
+    """The pass reads every memory's clock, then writes what it drops; a reply recalling a memory
+    in between (another chat thread) made it fresh, yet the pass archived or deleted it."""
+    bank = make_bank(
+        forgetting={**CURVE, "policy": "threshold", "threshold": 0.5, "action": action, "daily_pass": False}
+    )
+    _turns(bank)
+    (tomatoes,) = [m.memory_id for m, _ in bank.memories("Ann") if "tomatoes" in m.text]
+    read = bank._forget_columns
+
+    def then_a_recall(rec):  # type: ignore[no-untyped-def]
+        out = read(rec)
+        recall = threading.Thread(target=bank.reinforce, args=("Ann", [tomatoes]), kwargs={"now": "2023-05-20"})
+        recall.start()
+        recall.join()
+        return out
+
+    bank._forget_columns = then_a_recall
+    bank.forget("Ann", now="2023-05-20")
+    left = {m.text.split("\n")[0]: m.archived for m, _ in bank.memories("Ann", now="2023-05-20")}
+    assert left.pop("I planted tomatoes in the garden.") is False  # recalled: kept, live
+    assert all(left.values()) if action == "archive" else left == {}

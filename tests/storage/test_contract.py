@@ -349,6 +349,22 @@ def test_lookups_by_memory_id_and_by_date(storage: Storage) -> None:
     assert storage.memories(u, date="2023-06-01") == []
 
 
+def test_a_forgetting_pass_write_keeps_memories_recalled_or_stored_since_its_day(storage: Storage) -> None:
+    """A pass decides from columns read before it writes; what was recalled (or stored under a
+    reused rowid) on or after the pass's day since then has retention 1 and must stay."""
+    u = storage.ensure_user("Ann").id
+    old = storage.add_turn(u, turn("Ann", "2023-05-01", "old"), vec(1, 0, 0, 0), ENC)
+    recalled = storage.add_turn(u, turn("Ann", "2023-05-01", "recalled"), vec(0, 1, 0, 0), ENC)
+    new = storage.add_turn(u, turn("Ann", "2023-05-10", "new"), vec(0, 0, 1, 0), ENC)
+    storage.reinforce(u, [(recalled.rowid or 0, recalled.memory_id)], "2023-05-10")
+    everything = [m.rowid or 0 for m in (old, recalled, new)]
+    storage.set_archived(u, everything, True, anchored_before="2023-05-10")
+    assert {m.text: m.archived for m in storage.memories(u)} == {"old": True, "recalled": False, "new": False}
+    storage.set_archived(u, everything, False)
+    assert storage.delete_memories(u, everything, anchored_before="2023-05-10") == 1
+    assert sorted(m.text for m in storage.memories(u)) == ["new", "recalled"]
+
+
 def test_delete_archived_removes_only_archived_rows_and_vectors(storage: Storage) -> None:
     u = storage.ensure_user("Ann").id
     other = storage.ensure_user("Bob").id
