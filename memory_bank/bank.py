@@ -365,8 +365,10 @@ class MemoryBank:
         rec = self.find_user(name)
         if rec is None:
             if not create:
+                # Other users' names are not named: the message reaches MCP clients and the web
+                # page, where one user must not learn who else keeps memories here.
                 raise UserNotFoundError(
-                    f"no memories for user {name!r}; known users: {', '.join(self.users()[:10]) or 'none'}"
+                    f"no memories for user {name!r} (names are case-sensitive; check the spelling)"
                 )
             rec = self.storage.ensure_user(validate_user(name))
         return rec

@@ -259,7 +259,7 @@ class Summarizer:
         Idempotent: done layers are skipped. Failures are in the report, never raised (except
         for an unknown user). ``progress(1)`` is called after each day and after the globals.
         """
-        name = self.bank.user(user).name  # raises UserNotFoundError with the known users
+        name = self.bank.user(user).name  # raises UserNotFoundError
         today = to_date(now, self.bank.clock)
         report = SummaryReport(user=name, today=today.isoformat())
         started = time.monotonic()

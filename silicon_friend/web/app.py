@@ -341,7 +341,10 @@ class WebApp:
 
     def _hint_other_case(self, user: str, t: UITexts) -> None:
         """Names are case-sensitive: say so when memories exist under another spelling ("frank"
-        starts empty while "Frank" has memories, which looks like lost memories)."""
+        starts empty while "Frank" has memories, which looks like lost memories). Not with login
+        on: each login sees only its own memories, and must not learn another login's name."""
+        if self.auth:
+            return
         key = user.strip().casefold()
         others = [
             u.strip()

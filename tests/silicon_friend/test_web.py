@@ -325,6 +325,25 @@ def test_a_name_in_another_case_is_pointed_out(engine) -> None:  # type: ignore[
         app.remember("Frank", ANON)
 
 
+def test_with_login_no_login_learns_that_another_login_exists(engine) -> None:  # type: ignore[no-untyped-def]
+    """Logins "alice" and "Alice" are two users; the case hint named one to the other."""
+    engine.bank.add_turn("alice", "my private plans", "safe with me")
+    app = WebApp(engine, auth=True)
+    with warnings_none():
+        status, *_ = app.remember("Alice", gr.Request(username="Alice", session_hash="a"))
+    assert "alice" not in status
+
+
+def test_an_unknown_user_error_names_no_other_user(engine) -> None:  # type: ignore[no-untyped-def]
+    """The error reaches MCP clients and web pages: it must not list who else has memories."""
+    from memory_bank import UserNotFoundError
+
+    engine.bank.add_turn("Alice Secretname", "my private plans", "safe with me")
+    with pytest.raises(UserNotFoundError) as caught:
+        engine.bank.user("Mallory")
+    assert "Mallory" in str(caught.value) and "Secretname" not in str(caught.value)
+
+
 @contextlib.contextmanager
 def warnings_none():  # type: ignore[no-untyped-def]
     import warnings
