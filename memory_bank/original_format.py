@@ -271,7 +271,7 @@ def user_memories(name: str, user: dict[str, Any]) -> tuple[list[Memory], dict[s
                     response=fields["response"],
                     text=turn_text(fields["query"], fields["response"]),
                     strength=int(fields.get("memory_strength", 1)),
-                    last_recall_date=fields.get("last_recall_date"),
+                    last_recall_date=_recall_day(fields, info),
                     archived=bool(fields.get("archived", False) or fields.get("hidden", False)),
                     hidden=bool(fields.get("hidden", False)),
                     extra=info,
@@ -298,7 +298,7 @@ def user_memories(name: str, user: dict[str, Any]) -> tuple[list[Memory], dict[s
                     date=day,
                     text=text,
                     strength=int(fields.get("memory_strength", 1)),
-                    last_recall_date=fields.get("last_recall_date"),
+                    last_recall_date=_recall_day(fields, info),
                     archived=bool(fields.get("archived", False) or fields.get("hidden", False)),
                     hidden=bool(fields.get("hidden", False)),
                     extra=info,
@@ -393,6 +393,32 @@ def import_data(
     return counts
 
 
+#: Where a record keeps its ``last_recall_date`` as the file spelled it, when that was not the
+#: plain day (`` 2023-05-03 ``, ``2023-05-03T10:00``): the store keeps the day, which every
+#: forgetting computation reads (a spelling it could not read stopped every search of the user),
+#: and an export gives the file's spelling back while the recall is unchanged.
+_RECALL_AS_GIVEN = "last_recall_date_as_given"
+
+
+def _recall_day(fields: dict[str, Any], info: dict[str, Any]) -> str | None:
+    given = fields.get("last_recall_date")
+    if given is None:
+        return None
+    day = parse_day(given)  # checked on reading the file
+    if day != given:
+        info[_RECALL_AS_GIVEN] = given
+    return day
+
+
+def _recall_as_given(m: Memory) -> str | None:
+    given = m.extra.get(_RECALL_AS_GIVEN)
+    if isinstance(given, str) and m.last_recall_date is not None:
+        with contextlib.suppress(InvalidInputError):
+            if parse_day(given) == m.last_recall_date:
+                return given
+    return m.last_recall_date
+
+
 def _record(
     m: Memory, base: dict[str, Any], forget_default: bool, default_shape: str | None = None
 ) -> dict[str, Any] | list[Any] | str:
@@ -402,7 +428,11 @@ def _record(
         return [m.query, m.response]
     if shape == "str" and not touched:
         return m.text
-    forget = {"memory_strength": m.strength, "memory_id": m.memory_id, "last_recall_date": m.last_recall_date}
+    forget = {
+        "memory_strength": m.strength,
+        "memory_id": m.memory_id,
+        "last_recall_date": _recall_as_given(m),
+    }
     values = {**base, **forget, **m.extra.get("other", {})}
     if m.archived:
         values["archived"] = True

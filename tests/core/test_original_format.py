@@ -54,6 +54,26 @@ def test_legacy_shapes_round_trip_exactly(make_bank, tmp_path) -> None:  # type:
     assert bank.profile("Jason") == {"global_summary": "Jason plays chess.", "global_portrait": "Competitive but warm."}
 
 
+def test_a_recall_date_spelled_loosely_is_read_as_its_day_and_given_back_as_spelled(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """" 2023-05-03 " passed the import's check but was stored as given, and every later search,
+    add and forgetting pass of the user failed on it (fromisoformat)."""
+    data = copy.deepcopy(LEGACY)
+    turns = data[" Jason "]["history"]["2023-04-29"]
+    turns[0]["last_recall_date"] = " 2023-05-03 "
+    data[" Jason "]["summary"]["2023-04-29"]["last_recall_date"] = "2023-05-02T10:00:00"
+    bank, out = _roundtrip(make_bank, tmp_path, data)
+    assert out == data  # the file's spellings back
+    rows = {m.memory_id: m for m, _ in bank.memories("Jason")}
+    assert rows["Jason_2023-04-29_0"].last_recall_date == "2023-05-03"
+    assert rows["Jason_2023-04-29_summary"].last_recall_date == "2023-05-02"
+    assert bank.search("Jason", "lost a game", k=1, now="2023-05-20")  # the user still works
+    bank.add_turn("Jason", "Rematch tomorrow.", "Good luck!", at="2023-05-20T10:00")
+    bank.forget("Jason", now="2023-05-21")
+    bank.reinforce("Jason", ["Jason_2023-04-29_0"], now="2023-05-22")
+    again = export_data(bank)[" Jason "]["history"]["2023-04-29"][0]
+    assert again["last_recall_date"] == "2023-05-22"  # a new recall is written as a day
+
+
 def test_reinforcement_shows_up_in_export(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
     bank, _ = _roundtrip(make_bank, tmp_path, LEGACY)
     bank.search("Jason", "I like chess", k=1, now="2023-05-03", reinforce=True)
