@@ -661,6 +661,13 @@ class SQLStorage(Storage):
             turn = max(turn, floor, memory.turn or 0)  # never below a deleted turn: ids are not reused
             # Only the trailing placeholder is filled: user names may contain braces.
             memory_id = memory.memory_id[: -len(_TURN_SLOT)] + str(turn) if templated else memory.memory_id
+            # An imported file may number its ids apart from the turns' places (the original
+            # code leaves gaps where it deleted turns): the next free number, never a taken id.
+            while templated and c.execute(
+                "SELECT 1 FROM memories WHERE user_id = ? AND memory_id = ?", (user_id, memory_id)
+            ).fetchone():
+                turn += 1
+                memory_id = memory.memory_id[: -len(_TURN_SLOT)] + str(turn)
             new = dataclasses.replace(memory, turn=turn, memory_id=memory_id)
             self._reinforce(c, user_id, recalled, memory.date)
             self._revive(c, user_id, revived)

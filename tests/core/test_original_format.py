@@ -74,6 +74,21 @@ def test_a_recall_date_spelled_loosely_is_read_as_its_day_and_given_back_as_spel
     assert again["last_recall_date"] == "2023-05-22"  # a new recall is written as a day
 
 
+def test_turns_added_to_a_day_whose_imported_ids_have_gaps_are_all_stored(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The original code leaves gaps in a day's ids where it deleted turns (_0, _3): the second
+    turn added that day took the number 3 again and was refused (UNIQUE constraint), lost."""
+    data = {"Ann": {"name": "Ann", "history": {"2023-05-01": [
+        {"query": "first", "response": "ok", "memory_id": "Ann_2023-05-01_0"},
+        {"query": "fourth", "response": "ok", "memory_id": "Ann_2023-05-01_3"},
+    ]}, "summary": {}, "personality": {}}}
+    bank, _ = _roundtrip(make_bank, tmp_path, data)
+    added = [bank.add_turn("Ann", f"later {i}", "ok", at=f"2023-05-01T2{i}:00") for i in range(3)]
+    ids = [m.memory_id for m, _ in bank.memories("Ann")]
+    assert len(ids) == len(set(ids)) == 5
+    assert all(m.memory_id in ids for m in added)
+    assert export_data(bank)["Ann"]["history"]["2023-05-01"][:2] == data["Ann"]["history"]["2023-05-01"]
+
+
 def test_reinforcement_shows_up_in_export(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
     bank, _ = _roundtrip(make_bank, tmp_path, LEGACY)
     bank.search("Jason", "I like chess", k=1, now="2023-05-03", reinforce=True)
