@@ -107,10 +107,11 @@ def _new_file(out: Path) -> Iterator[Path]:
     if out.exists():
         raise InvalidInputError(f"{str(out)!r} already exists; give a new file name for the backup")
     out.parent.mkdir(parents=True, exist_ok=True)
+    # Private (0600) from the start and kept so: the copy holds every memory in plain text, and
+    # a backup killed midway leaves it behind. SQLite writes an empty file as a new database.
     fd, name = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
     os.close(fd)
     tmp = Path(name)
-    tmp.unlink()
     try:
         yield tmp
         os.chmod(tmp, 0o600)

@@ -350,7 +350,8 @@ def import_data(
     memories until the new ones are in. A user already in the bank is an error unless
     ``replace=True``, so an import never silently merges two histories; a user imported before
     from the same record (an interrupted import run again) is skipped, so a re-run finishes the
-    job without duplicates and without ``replace``. Everything is checked before the first write.
+    job without duplicates and without ``replace`` (with ``replace`` it is imported again: the
+    file's contents replace whatever changed since). Everything is checked before the first write.
     """
     check_memory_data(data)
     plan = []
@@ -367,7 +368,9 @@ def import_data(
         existing = bank.find_user(key)
         if existing is not None:
             name = existing.name  # a user stored before the rule keeps their exact name
-        if existing is not None and existing.extra.get("import_digest") == digest:
+        if existing is not None and not replace and existing.extra.get("import_digest") == digest:
+            # (With replace, the user asked for the file's contents back: what was added,
+            # edited or deleted since the import is undone, not kept.)
             logger.warning("user %r was already imported from this record; skipped", name)
             continue
         if existing is not None and not replace:
@@ -509,6 +512,17 @@ def write_json_atomic(path: str | Path, data: Any) -> None:
     import tempfile
 
     p = Path(path)
+    if p.is_dir():
+        raise InvalidInputError(f"{str(p)!r} is a directory; give a file name for the memory file")
+    if p.is_file():  # replaced only if it could be an earlier export: empty or JSON
+        with open(p, "rb") as f:
+            head = f.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
+        if head and not head.startswith((b"{", b"[")):
+            what = "a database (a memory store?)" if head.startswith(b"SQLite format 3") else "not JSON"
+            raise InvalidInputError(
+                f"{str(p)!r} exists and is {what}, not a memory file: it is left as it is; give "
+                "another file name"
+            )
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
     try:

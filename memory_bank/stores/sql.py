@@ -663,9 +663,12 @@ class SQLStorage(Storage):
             memory_id = memory.memory_id[: -len(_TURN_SLOT)] + str(turn) if templated else memory.memory_id
             # An imported file may number its ids apart from the turns' places (the original
             # code leaves gaps where it deleted turns): the next free number, never a taken id.
-            while templated and c.execute(
-                "SELECT 1 FROM memories WHERE user_id = ? AND memory_id = ?", (user_id, memory_id)
-            ).fetchone():
+            while (
+                templated
+                and c.execute(
+                    "SELECT 1 FROM memories WHERE user_id = ? AND memory_id = ?", (user_id, memory_id)
+                ).fetchone()
+            ):
                 turn += 1
                 memory_id = memory.memory_id[: -len(_TURN_SLOT)] + str(turn)
             new = dataclasses.replace(memory, turn=turn, memory_id=memory_id)

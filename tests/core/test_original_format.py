@@ -124,6 +124,16 @@ def test_importing_an_existing_user_needs_replace(make_bank, tmp_path) -> None: 
     assert export_data(bank) == changed
 
 
+def test_replace_with_the_file_imported_before_restores_it(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Importing the same file again with replace gave nothing back (the user was "already
+    imported from this record"): what was deleted stayed deleted, what was added stayed."""
+    bank, _ = _roundtrip(make_bank, tmp_path, LEGACY)
+    bank.delete_memory("Jason", "Jason_2023-04-29_0")
+    bank.add_turn("Jason", "Something said after the import.", "ok", at="2023-05-05T10:00")
+    assert import_data(bank, copy.deepcopy(LEGACY), replace=True) == {"Jason": 8, "Linda": 1}
+    assert export_data(bank) == LEGACY
+
+
 @pytest.mark.parametrize(
     "content, match",
     [
@@ -166,3 +176,25 @@ def test_export_of_new_turns_uses_the_forgetting_format(make_bank, tmp_path) -> 
     again = make_bank(tmp_path / "again")
     import_data(again, out and {"Ann": out})
     assert export_data(again)["Ann"] == out
+
+
+def test_an_export_never_overwrites_a_store_or_a_directory(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``export --out STORE/memorybank.sqlite3`` replaced the database with JSON: every memory,
+    vector and state the file format cannot hold, gone."""
+    from memory_bank import InvalidInputError
+    from memory_bank.original_format import write_json_atomic
+
+    bank, out = _roundtrip(make_bank, tmp_path, LEGACY)
+    db = tmp_path / "rt" / "memorybank.sqlite3"
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my own notes", encoding="utf-8")
+    for target in (db, notes, tmp_path):
+        before = target.read_bytes() if target.is_file() else None
+        with pytest.raises(InvalidInputError, match=r"a database|not JSON|directory"):
+            write_json_atomic(target, out)
+        assert before is None or target.read_bytes() == before
+    assert export_data(bank) == LEGACY
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text("{}", encoding="utf-8")
+    write_json_atomic(earlier, out)  # an earlier export is replaced
+    assert json.loads(earlier.read_text(encoding="utf-8")) == LEGACY

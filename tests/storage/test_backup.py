@@ -88,3 +88,30 @@ def test_a_damaged_backup_is_refused(tmp_path, capsys) -> None:  # type: ignore[
     (tmp_path / "empty.mbk").write_bytes(b"")
     with pytest.raises(Exception, match="0 bytes"):
         restore_backup(tmp_path / "empty.mbk", tmp_path / "r2")
+
+
+def test_a_backup_in_progress_is_private(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The copy being written beside ``--out`` was created under the umask (0644: readable by
+    every local user, every memory in plain text), and a backup killed midway left it so."""
+    import os
+
+    import memory_bank.backup as backup_module
+
+    bank = MemoryBank.open(tmp_path / "s", encoder_instance=HashingEncoder(64))
+    bank.add_turn("Ann", "my private diary", "safe with me", at="2023-05-01T09:00")
+    bank.close()
+    modes: list[int] = []
+    copy = backup_module._sqlite_copy
+
+    def watched(source, target):  # type: ignore[no-untyped-def]
+        copy(source, target)
+        modes.append(os.stat(target).st_mode & 0o777)  # as a kill right now would leave it
+
+    monkeypatch.setattr(backup_module, "_sqlite_copy", watched)
+    old = os.umask(0o022)
+    try:
+        backup(tmp_path / "s", tmp_path / "b.mbk")
+    finally:
+        os.umask(old)
+    assert modes == [0o600]
+    assert os.stat(tmp_path / "b.mbk").st_mode & 0o777 == 0o600
