@@ -35,7 +35,7 @@ from langchain_core.language_models import BaseChatModel
 from memory_bank.bank import MAX_TEXT, MemoryBank
 from memory_bank.config import DEFAULT_HISTORY_WINDOW, DEFAULT_TOP_K
 from memory_bank.errors import InvalidInputError, MemoryBankError
-from memory_bank.records import SearchResult
+from memory_bank.records import Memory, SearchResult
 from memory_bank.retrieval.dialogue import chat_query
 from memory_bank.text import validate_user
 from silicon_friend.budget import FittedPrompt, PromptPlan, fit_prompt
@@ -172,6 +172,19 @@ class Session:
             self.turns = [t for t in self.turns if t.memory_id != memory_id]
             for t in self.turns:
                 t.used = [u for u in t.used if u.memory_id != memory_id]
+
+    def apply_edit(self, memory: Memory) -> None:
+        """Show an edited memory as it now is: its turn's words become the new ones (the
+        prompt's recent turns, a regenerate, the chat on screen) and every "memories used"
+        entry of it gives the new text; the old words are kept nowhere in the session."""
+        with self.lock:
+            for t in self.turns:
+                if t.memory_id == memory.memory_id:
+                    t.query, t.response = memory.query or memory.text, memory.response or ""
+                t.used = [
+                    dataclasses.replace(u, text=memory.text) if u.memory_id == memory.memory_id else u
+                    for u in t.used
+                ]
 
     def recent(self, n: int) -> list[Turn]:
         """The last ``n`` answered turns (failed ones are left out of the prompt)."""

@@ -35,6 +35,7 @@ from typing import Any
 import gradio as gr
 
 from memory_bank.errors import MemoryBankError
+from memory_bank.records import Memory
 from memory_bank.text import validate_user
 from silicon_friend.engine import ChatSettings, Session, SiliconFriend, Turn
 from silicon_friend.errors import SessionEndedError
@@ -469,6 +470,9 @@ class WebApp:
             yield self._render_tab(request), gr.update()
             return
         tab = self._tab(request)
+        if tab.repeated(message):  # a double click: the first click's event answers it
+            yield self._render_tab(request), gr.update()
+            return
         ticket = tab.enqueue(message)
         yield from self._reply(
             request, session, ticket, lambda: self.engine.stream(session, message, settings), message
@@ -496,8 +500,24 @@ class WebApp:
             self._info(t.nothing_to_regenerate if not session.turns else t.wait_for_reply, request)
             yield self._render_tab(request), gr.update()
             return
+        redone = session.turns[-1].memory_id
         ticket = tab.enqueue(session.turns[-1].query, shown=False)  # the turn being redone
         yield from self._reply(request, session, ticket, lambda: self.engine.regenerate(session, settings))
+        if redone and not any(t.memory_id == redone for t in session.turns):  # replaced in the store
+            self._drop_everywhere(session.user, redone)
+
+    def _edited_everywhere(self, user: str, memory: Memory) -> None:
+        """An edited memory shows its new words in every open chat of its user."""
+        for tab in self.sessions.of_user(user):
+            if tab.session is not None:
+                tab.session.apply_edit(memory)
+
+    def _drop_everywhere(self, user: str, memory_id: str) -> None:
+        """A memory deleted from the store leaves every open chat of its user (another tab would
+        still show it and send it to the model)."""
+        for tab in self.sessions.of_user(user):
+            if tab.session is not None:
+                tab.session.drop_memory(memory_id)
 
     def stop(self, request: gr.Request) -> None:
         session = self._current(request)
@@ -513,7 +533,9 @@ class WebApp:
     def remove_last(self, request: gr.Request) -> list[dict[str, str]]:
         session = self._current(request)
         if session is not None:
-            self.engine.remove_last_turn(session)
+            turn = self.engine.remove_last_turn(session)
+            if turn is not None and turn.memory_id:
+                self._drop_everywhere(session.user, turn.memory_id)
         return self._render_tab(request)
 
     def summarize(self, name: str, request: gr.Request) -> Any:

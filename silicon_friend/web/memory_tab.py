@@ -76,6 +76,8 @@ class TabHost(Protocol):
     def _session(self, name: str | None, request: Any) -> "Session": ...
     def _current(self, request: Any) -> "Session | None": ...
     def _render_tab(self, request: Any) -> list[dict[str, str]]: ...
+    def _drop_everywhere(self, user: str, memory_id: str) -> None: ...
+    def _edited_everywhere(self, user: str, memory: Memory) -> None: ...
 
 
 logger = logging.getLogger(__name__)
@@ -456,7 +458,8 @@ class MemoryTab:
         return view.selected
 
     def _save(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
-        self.bank.update_memory(user, self._selected(view, request), text=value)
+        memory = self.bank.update_memory(user, self._selected(view, request), text=value)
+        self.app._edited_everywhere(user, memory)  # every open chat of the user, not only this tab's
         self.app._info(self._mt(request).saved, request)
         return True
 
@@ -465,9 +468,7 @@ class MemoryTab:
         gone = deletion.memory
         view.undo = [*view.undoable(), (time.monotonic(), deletion)][-UNDO_DEPTH:]
         view.selected = None
-        session = self.app._current(request)
-        if session is not None:  # the chat drops it too
-            session.drop_memory(gone.memory_id)
+        self.app._drop_everywhere(user, gone.memory_id)  # every open chat of the user drops it
         self.app._info(self._mt(request).deleted.format(text=excerpt(gone.text, 60)), request)
         return False
 

@@ -17,11 +17,15 @@ from __future__ import annotations
 import collections
 import dataclasses
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from silicon_friend.engine import Session
+
+#: A message sent again from the same tab within this many seconds is a double click, one message.
+REPEAT_SECONDS = 1.5
 
 
 @dataclasses.dataclass
@@ -36,6 +40,8 @@ class WebSession:
     closed: bool = False  # the tab was closed: messages still waiting are dropped, unanswered
     #: (user, state version, language) of the background-summary state this tab shows
     summary_seen: tuple[str, int, str] | None = None
+    #: The last message sent from this tab and when (``time.monotonic``), see :meth:`repeated`.
+    _last_sent: tuple[str, float] | None = None
     _next: int = 0
     _serving: int = 0
     _skipped: set[int] = dataclasses.field(default_factory=set)
@@ -46,6 +52,16 @@ class WebSession:
             self._skipped.discard(self._serving)
             self._serving += 1
         self._cond.notify_all()
+
+    def repeated(self, message: str, within: float | None = None) -> bool:
+        """Whether ``message`` is the one this tab sent just before, again, ``within`` seconds
+        after it: a double click on Send (the box still holds the text until the first click's
+        answer clears it) is one message, not two turns stored and answered."""
+        now = time.monotonic()
+        within = REPEAT_SECONDS if within is None else within
+        with self._cond:
+            last, self._last_sent = self._last_sent, (message, now)
+            return last is not None and last[0] == message and now - last[1] < within
 
     def enqueue(self, message: str, *, shown: bool = True) -> int:
         """Put ``message`` in line (shown as queued unless ``shown`` is False); returns its

@@ -278,3 +278,29 @@ def test_with_forgetting_off_the_detail_says_so_instead_of_a_time_scale(tmp_path
     assert t.facts_off.split("{")[-1].split("}")[-1].strip(" ·") in detail  # "forgetting is off: it never fades"
     assert t.facts.split("{days}")[0].split("}")[-1].strip(" ·") not in detail  # no "time scale 1 day(s)"
     assert t.reasons.off in detail
+
+
+def test_an_edit_or_delete_reaches_every_open_chat_of_the_user(forgetting_bank) -> None:  # type: ignore[no-untyped-def]
+    """An edit left the old words in the chat (shown, sent to the model as a recent turn, and
+    brought back by Regenerate); a delete reached only the tab it was made in, so another tab
+    of the same user still sent the deleted turn to the model."""
+    app = make_app(forgetting_bank)
+    other = gr.Request(session_hash="ann-second-tab")
+    list(app.send("My PIN is 4711.", "Ann", 0.7, 0.9, 256, 40, ANN))
+    app.remember("Ann", other)  # the same user in a second tab: the turn resumed there
+    assert [t.query for t in app.sessions.get(other).session.turns] == ["My PIN is 4711."]
+    app.memory_tab.memories("Ann", "", *FORM, ANN)
+    click_row(app, "Ann", 0, ANN)
+    app.memory_tab.handlers()["save"]("Ann", "My PIN is secret.", *FORM, ANN)
+    for request in (ANN, other):
+        session = app.sessions.get(request).session
+        assert [(t.query, t.response) for t in session.turns] == [("My PIN is secret.", "")]
+        assert "4711" not in str([m["content"] for m in app._render_tab(request)])
+    list(app.regenerate("Ann", 0.7, 0.9, 256, 40, ANN))
+    assert [m.query for m in forgetting_bank.history("Ann")] == ["My PIN is secret."]  # not undone
+    assert app.sessions.get(other).session.turns == []  # the turn Regenerate replaced left it too
+    app.remember("Ann", other)
+    app.memory_tab.memories("Ann", "", *FORM, ANN)
+    click_row(app, "Ann", 0, ANN)
+    app.memory_tab.handlers()["delete"]("Ann", "", *FORM, ANN)
+    assert app.sessions.get(other).session.turns == [] and app.sessions.get(ANN).session.turns == []

@@ -382,3 +382,22 @@ def test_a_failed_background_summary_is_shown_and_the_old_summaries_stay(make_en
     assert bank.profile("Emily")["global_portrait"] == "Emily is warm and caring."  # the old one stays
     assert len(bank.history("Emily")) == 2  # no turn lost
     engine.close()
+
+
+def test_a_double_click_on_send_is_one_message(engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The box keeps the text until the first click's answer clears it: a double click sent it
+    twice, stored and answered twice. The same words sent again later are a new message."""
+    import silicon_friend.web.sessions as sessions_module
+
+    app = WebApp(engine)
+    first = app.send("I got the job!", "Emily", *SLIDERS, ANON)
+    next(first)  # the first click: in line
+    # The second click of the double click (on a thread: were it a message, it would wait its turn).
+    second = threading.Thread(target=lambda: list(app.send("I got the job!", "Emily", *SLIDERS, ANON)))
+    second.start()
+    list(first)
+    second.join(10)
+    assert [m.query for m in engine.bank.history("Emily")] == ["I got the job!"]
+    monkeypatch.setattr(sessions_module, "REPEAT_SECONDS", 0.0)
+    send(app, "I got the job!")
+    assert [m.query for m in engine.bank.history("Emily")] == ["I got the job!"] * 2
