@@ -156,7 +156,19 @@ def backup(store: str | Path, out: str | Path) -> dict[str, Any]:
 def _opened_backup(path: Path) -> Iterator[SQLiteStorage]:
     """The backup file opened read-only as a store (from a private copy: it is never modified)."""
     if not path.is_file():
-        raise InvalidInputError(f"backup file {str(path)!r} does not exist")
+        what = "is not a file" if path.exists() else "does not exist"
+        raise InvalidInputError(f"backup file {str(path)!r} {what}; give the file 'memorybank backup' wrote")
+    with open(path, "rb") as f:
+        header = f.read(20)
+    # A backup is one self-contained file (rollback journal). A file in write-ahead-log mode is a
+    # store's own database: its newest writes are in the log beside it, which a copy of the file
+    # alone loses, silently.
+    if header.startswith(b"SQLite format 3\x00") and len(header) == 20 and header[18] == 2:
+        raise InvalidInputError(
+            f"{str(path)!r} is a memory store's own database file, not a backup (its newest writes "
+            "are in the log beside it); make a backup of that store with 'memorybank backup' and "
+            "restore that"
+        )
     with tempfile.TemporaryDirectory(prefix="mb-restore-") as work:
         shutil.copyfile(path, Path(work) / DB_FILENAME)
         try:
