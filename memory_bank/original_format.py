@@ -81,13 +81,16 @@ def parse_memory_json(text: str, source: str) -> Any:
         raise MemoryFileError(
             f"memory file {source!r} is not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}"
         ) from e
+    except ValueError as e:  # a number too long to read as one (Python's digit limit)
+        raise MemoryFileError(f"memory file {source!r} holds a value that cannot be read: {e}") from e
 
 
 def load_memory_file(path: str | Path) -> dict[str, Any]:
     """Read and check a memory file; raises :class:`MemoryFileError` naming the problem."""
     p = Path(path)
     if not p.is_file():
-        raise MemoryFileError(f"memory file {str(p)!r} does not exist")
+        what = "is not a regular file" if p.exists() else "does not exist"
+        raise MemoryFileError(f"memory file {str(p)!r} {what}; give the path of a JSON memory file")
     try:
         text = p.read_bytes().decode("utf-8-sig")
     except OSError as e:

@@ -152,6 +152,7 @@ def test_replace_with_the_file_imported_before_restores_it(make_bank, tmp_path) 
         (b'{"": {}}', "empty"),
         (b'{"a\\u0000b": {}}', "control"),
         (b"\xff\xfe\x00garbage", "not UTF-8"),
+        (b'{"a": {"meta_information": {"n": ' + b"9" * 5001 + b"}}}", "cannot be read"),
     ],
 )
 def test_malformed_files_are_refused_and_left_untouched(tmp_path, content, match) -> None:  # type: ignore[no-untyped-def]
@@ -198,3 +199,10 @@ def test_an_export_never_overwrites_a_store_or_a_directory(make_bank, tmp_path) 
     earlier.write_text("{}", encoding="utf-8")
     write_json_atomic(earlier, out)  # an earlier export is replaced
     assert json.loads(earlier.read_text(encoding="utf-8")) == LEGACY
+
+
+def test_a_directory_given_as_the_memory_file_is_named_as_such(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(MemoryFileError, match="is not a regular file"):
+        load_memory_file(tmp_path)
+    with pytest.raises(MemoryFileError, match="does not exist"):
+        load_memory_file(tmp_path / "missing.json")
