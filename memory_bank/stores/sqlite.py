@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import sqlite3
 import threading
@@ -38,6 +39,7 @@ from memory_bank.stores.sql import (
 )
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 DB_FILENAME = "memorybank.sqlite3"
 #: The page size of a new store file (SQLite's default is 4096). A vector block (6 MB) spans
@@ -197,6 +199,8 @@ class SQLiteStorage(SQLStorage):
         #: Every open connection, with the thread it belongs to (see :meth:`_handle`).
         self._all_conns: list[_Handle] = []
         self._conns_lock = threading.Lock()
+        #: A deletion's flush (see :meth:`_flush_deleted`) was held up by a reader.
+        self._flush_pending = False
         version = int(meta["schema_version"])
         if version > SCHEMA_VERSION:
             raise StoreError(
@@ -314,6 +318,8 @@ class SQLiteStorage(SQLStorage):
             conn.execute("COMMIT")
         except sqlite3.OperationalError as e:
             raise integrity.write_error(self.path, e) from e
+        if self._flush_pending:  # a deletion's flush that a reader held up: try again
+            self._flush_deleted(wait_ms=0)
         return result
 
     @contextlib.contextmanager
@@ -388,24 +394,37 @@ class SQLiteStorage(SQLStorage):
     def scrub(self) -> None:
         self._flush_deleted()
 
-    def _flush_deleted(self) -> None:
+    def _flush_deleted(self, wait_ms: int = 1000) -> None:
         """After a deletion: the WAL still holds the pages as they were before (the deleted
         rows, and the lexical snapshot and vector blocks that held their words and vectors):
         copy them into the database (where secure_delete zeroed the rows) and empty it, so no
-        copy of what was deleted is left in a file. Best effort, waiting at most a second: a
-        reader in a long snapshot keeps its pages."""
+        copy of what was deleted is left in a file. Waiting at most ``wait_ms``: a reader in
+        another process (a running web app) keeps the pages it may read, and with them the
+        database file keeps the deleted text; then the flush is tried again after each later
+        write and at close (without waiting), and the user is told."""
         with self._using() as conn:
+            busy = True
             try:
                 with contextlib.suppress(sqlite3.Error):
-                    conn.execute("PRAGMA busy_timeout = 1000")
-                    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                    conn.execute(f"PRAGMA busy_timeout = {wait_ms}")
+                    busy = bool(conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0])
             finally:
                 conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+        if busy and not self._flush_pending:
+            logger.warning(
+                "%s: another connection is reading the store, so the deleted text stays in the "
+                "database file until it lets go; it is removed at the next write or close after "
+                "that (stop the other processes using the store to remove it now)",
+                self.path,
+            )
+        self._flush_pending = busy
 
     def close(self) -> None:
         """Close every connection. One that a thread is using at this moment (a web server's
         warm-up thread reading the store while the server shuts down) is closed by that thread
         when its query ends: closing a connection under a running query crashes the process."""
+        if self._flush_pending and not self.read_only:
+            self._flush_deleted(wait_ms=0)
         with self._conns_lock:
             handles, self._all_conns = self._all_conns, []
             self._local = threading.local()  # a later use opens a new connection

@@ -280,3 +280,28 @@ def test_editing_only_extra_or_a_summary_blanks_nothing(tmp_path) -> None:  # ty
     assert bank.layer("Ann", MemoryKind.DAILY_PERSONALITY, date="2023-04-27").text != ""
     assert [m.context for m in bank.history("Ann")] == contexts
     bank.close()
+
+
+def test_a_reader_in_another_process_delays_the_files_scrub_says_so_and_it_follows(tmp_path, caplog) -> None:  # type: ignore[no-untyped-def]
+    """A deletion committed while another connection (a running web app) held a read open left
+    the deleted text in the database file, silently, until that process exited."""
+    import logging
+
+    store = tmp_path / "s"
+    bank = _open(store)
+    gone = bank.add_turn("Ann", f"My diary password is {SECRET}.", "Safe.", at="2023-04-27T10:00:00")
+    bank.add_turn("Ann", f"I visited the {KEEP} zoo.", "Lovely.", at="2023-04-27T10:05:00")
+    bank.storage.scrub()  # everything so far in the database file itself
+    reader = sqlite3.connect(store / DB)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM memories").fetchone()  # a read held open
+    with caplog.at_level(logging.WARNING, logger="memory_bank.stores.sqlite"):
+        bank.delete_memory("Ann", gone.memory_id)
+    assert "deleted text stays in the database file" in caplog.text
+    assert SECRET.encode() in (store / DB).read_bytes()  # as the warning says
+    reader.execute("COMMIT")
+    reader.close()
+    bank.add_turn("Ann", "Another day.", "Yes.", at="2023-04-28T10:00:00")  # the next write scrubs it
+    assert SECRET.encode() not in (store / DB).read_bytes()
+    assert not _found_anywhere(bank, store, "Ann", SECRET)
+    bank.close()
