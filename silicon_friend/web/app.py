@@ -121,6 +121,17 @@ class WebApp:
     """
 
     css = CSS + MEMORY_TAB_CSS + " " + toast_title_css()
+    #: Run on page load. An Enter that confirms an input method's candidate (Chinese pinyin, Japanese)
+    #: belongs to the input method: the message box would otherwise send the half-typed letters
+    #: ("wo jin tian" for 我今天). Listening first (capture), it keeps such an Enter from the box.
+    js = """() => {
+      const guard = (e) => {
+        if (e.key !== "Enter" || !(e.isComposing || e.keyCode === 229)) return;
+        if (e.target instanceof Element && e.target.closest("#sf-message")) e.stopImmediatePropagation();
+      };
+      document.addEventListener("keydown", guard, true);
+      document.addEventListener("keypress", guard, true);
+    }"""
 
     def __init__(self, engine: SiliconFriend, *, auth: bool = False, concurrency: int = 4) -> None:
         self.engine = engine

@@ -89,6 +89,7 @@ def serve(
         app_kwargs={"middleware": middleware},
         theme=web.theme(),
         css=web.css,
+        js=web.js,
         server_name=host,
         server_port=port,
         share=share,

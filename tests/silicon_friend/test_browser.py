@@ -289,3 +289,34 @@ def test_injected_images_in_replies_names_and_messages_are_never_fetched(browser
         assert hits == []  # the browser asked the attacker's server for nothing
         assert "reply-md.png" in shown  # the text is shown as text
         assert engine.bank.history(name)[0].response == reply  # and stored as the model said it
+
+
+def test_an_enter_that_confirms_an_input_method_candidate_sends_nothing(browser, served) -> None:  # type: ignore[no-untyped-def]
+    """Typing Chinese with pinyin, the Enter that picks the characters sent the half-typed
+    letters ("wo jin tian") as a message, stored as a turn. A plain Enter still sends."""
+    url, engine = served("zh")
+    t = ui_texts("zh")
+    page = browser.new_page(viewport={"width": 1100, "height": 900})
+    page.goto(url, wait_until="load")
+    page.locator("#sf-name textarea, #sf-name input").first.fill("小明")
+    page.get_by_role("button", name=t.remember, exact=True).click()
+    page.wait_for_function("n => document.querySelector('#sf-status').innerText.includes(n)", arg="小明",
+                           timeout=30_000)  # fmt: skip
+    box = page.locator("#sf-message textarea")
+    box.fill("wo jin tian")
+    box.evaluate(
+        """e => {
+          e.dispatchEvent(new CompositionEvent("compositionstart", {bubbles: true}));
+          for (const type of ["keydown", "keypress"])
+            e.dispatchEvent(new KeyboardEvent(type, {key: "Enter", code: "Enter", keyCode: 229,
+              isComposing: true, bubbles: true, cancelable: true}));
+          e.dispatchEvent(new CompositionEvent("compositionend", {bubbles: true, data: "我今天"}));
+        }"""
+    )
+    page.wait_for_timeout(1500)
+    assert not engine.bank.has_user("小明") or not engine.bank.history("小明")
+    box.fill("我今天养了一只猫。")
+    box.press("Enter")
+    wait_until(lambda: engine.bank.has_user("小明") and len(engine.bank.history("小明")) == 1, 20, "the turn")
+    assert [m.query for m in engine.bank.history("小明")] == ["我今天养了一只猫。"]
+    page.close()
