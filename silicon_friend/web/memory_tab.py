@@ -550,9 +550,9 @@ class MemoryTab:
             previous = tr.add(
                 gr.Button(t.previous, size="sm", elem_id="sf-page-prev"), value="memory.previous"
             )
-            page = gr.Number(
-                value=1, precision=0, minimum=1, show_label=False, container=False, elem_id="sf-page"
-            )
+            # No minimum: Gradio would refuse 0 or -3 before the handler, with a raw English
+            # error; the handler clamps any number to the pages there are.
+            page = gr.Number(value=1, precision=0, show_label=False, container=False, elem_id="sf-page")
             following = tr.add(gr.Button(t.next, size="sm", elem_id="sf-page-next"), value="memory.next")
         table = gr.Dataframe(
             headers=list(t.columns),

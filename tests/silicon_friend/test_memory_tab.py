@@ -304,3 +304,16 @@ def test_an_edit_or_delete_reaches_every_open_chat_of_the_user(forgetting_bank) 
     click_row(app, "Ann", 0, ANN)
     app.memory_tab.handlers()["delete"]("Ann", "", *FORM, ANN)
     assert app.sessions.get(other).session.turns == [] and app.sessions.get(ANN).session.turns == []
+
+
+def test_any_page_number_typed_is_taken_to_the_nearest_page(forgetting_bank) -> None:  # type: ignore[no-untyped-def]
+    """0 or -3 in the page box was refused by Gradio before the handler ("Value 0 is less than
+    minimum value 1.", in English, and a traceback in the server log)."""
+    seed(forgetting_bank)
+    app = make_app(forgetting_bank)
+    demo = app.build()
+    (box,) = [c for c in demo.blocks.values() if getattr(c, "elem_id", None) == "sf-page"]
+    for typed in (0, -3, 999):
+        value = box.preprocess(typed)  # what the handler is given
+        out = app.memory_tab.memories("Ann", "", "", "all", "all", "", "", value, ANN)
+        assert len(rows(out)) == (25 if typed < 1 else 31 - 25)
