@@ -523,6 +523,12 @@ _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DAY_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]")
 
 
+def has_visible(text: str) -> bool:
+    """Whether ``text`` shows anything: a letter, digit, punctuation mark or symbol (emoji
+    too). Spaces, control and format characters alone (a zero-width space) show nothing."""
+    return any(unicodedata.category(c)[0] in "LNPS" for c in text)
+
+
 def parse_day(value: str, what: str = "date") -> str:
     """Validate a day, ``YYYY-MM-DD``; a full ISO 8601 time (``2023-05-04T18:30``) gives its day.
 

@@ -37,7 +37,7 @@ from memory_bank.config import DEFAULT_HISTORY_WINDOW, DEFAULT_TOP_K
 from memory_bank.errors import InvalidInputError, MemoryBankError
 from memory_bank.records import Memory, SearchResult
 from memory_bank.retrieval.dialogue import chat_query
-from memory_bank.text import validate_user
+from memory_bank.text import has_visible, validate_user
 from silicon_friend.budget import FittedPrompt, PromptPlan, fit_prompt
 from silicon_friend.echo import strip_echo
 from silicon_friend.errors import (
@@ -371,7 +371,7 @@ class SiliconFriend:
         """
         if session is None:
             raise NoSessionError("say who you are first: enter your name")
-        if not isinstance(message, str) or not message.strip():
+        if not isinstance(message, str) or not has_visible(message):  # a lone zero-width space too
             raise InvalidInputError("the message is empty; type something to send")
         message = clean_text(message)
         if len(message) > MAX_TEXT:

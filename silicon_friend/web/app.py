@@ -36,7 +36,7 @@ import gradio as gr
 
 from memory_bank.errors import MemoryBankError
 from memory_bank.records import Memory
-from memory_bank.text import validate_user
+from memory_bank.text import has_visible, validate_user
 from silicon_friend.engine import ChatSettings, Session, SiliconFriend, Turn
 from silicon_friend.errors import SessionEndedError
 from silicon_friend.memories import export_bytes
@@ -477,7 +477,7 @@ class WebApp:
             self._warn(str(e), request)
             yield gr.update(), gr.update()  # the message stays in the box
             return
-        if not (message or "").strip():
+        if not has_visible(message or ""):  # nothing to see (spaces, a zero-width space): not sent
             yield self._render_tab(request), gr.update()
             return
         tab = self._tab(request)

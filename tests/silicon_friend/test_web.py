@@ -9,6 +9,7 @@ import threading
 import gradio as gr
 import pytest
 
+from memory_bank.errors import InvalidInputError
 from silicon_friend.web.app import WebApp, message_text, normalise_history
 from tests.silicon_friend.fakes import EchoChatModel
 
@@ -401,3 +402,16 @@ def test_a_double_click_on_send_is_one_message(engine, monkeypatch) -> None:  # 
     monkeypatch.setattr(sessions_module, "REPEAT_SECONDS", 0.0)
     send(app, "I got the job!")
     assert [m.query for m in engine.bank.history("Emily")] == ["I got the job!"] * 2
+
+
+def test_a_message_that_shows_nothing_is_not_sent(engine) -> None:  # type: ignore[no-untyped-def]
+    """A lone zero-width space passed the empty-message check (str.strip keeps it) and was
+    stored and answered as a turn."""
+    app = WebApp(engine)
+    for invisible in ("\u200b", " \u200b\u2060 ", "\u00a0"):
+        list(app.send(invisible, "Emily", *SLIDERS, ANON))
+    assert not engine.bank.has_user("Emily") or not engine.bank.history("Emily")
+    with pytest.raises(InvalidInputError, match="empty"):
+        list(engine.stream(session_of(app), "\u200b"))
+    send(app, "👍")  # an emoji alone is a message
+    assert [m.query for m in engine.bank.history("Emily")] == ["👍"]
