@@ -208,6 +208,10 @@ def restore_backup(backup_file: str | Path, store: str | Path) -> dict[str, Any]
             return migrate(source, store, progress=False)
     directory = sqlite_directory(str(store))
     db = directory / DB_FILENAME
+    if directory.exists() and not directory.is_dir():
+        raise InvalidInputError(
+            f"{str(directory)!r} is a file, not a directory; give a new directory for the restored store"
+        )
     if any(p.exists() for p in (db, integrity.wal_path(db))):
         raise InvalidInputError(
             f"{str(directory)!r} already holds a memory store; restore into a new directory (move "

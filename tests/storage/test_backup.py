@@ -132,4 +132,8 @@ def test_a_live_store_file_is_not_taken_for_a_backup(tmp_path) -> None:  # type:
     with pytest.raises(InvalidInputError, match="is not a file"):
         restore_backup(tmp_path / "s", tmp_path / "restored")
     backup(tmp_path / "s", tmp_path / "b.mbk")  # what it should be given instead
+    (tmp_path / "a-file").write_text("mine", encoding="utf-8")
+    with pytest.raises(InvalidInputError, match="is a file, not a directory"):  # was FileExistsError
+        restore_backup(tmp_path / "b.mbk", tmp_path / "a-file")
+    assert (tmp_path / "a-file").read_text(encoding="utf-8") == "mine"
     assert restore_backup(tmp_path / "b.mbk", tmp_path / "restored")["memories"]["turn"] == 6
