@@ -425,7 +425,8 @@ class MemoryTab:
             "signed_in": self._handler(None, "signed_in", reset_detail=True),
             "previous_page": self._handler(None, "previous_page", step=-1),
             "next_page": self._handler(None, "next_page", step=+1),
-            "save": self._handler(self._save, "save"),
+            # An edit and a delete redraw the chat too: it shows the new words, or no longer the turn.
+            "save": self._handler(self._save, "save", extra=lambda r, _: self.app._render_tab(r)),
             "delete": self._handler(self._delete, "delete", extra=lambda r, _: self.app._render_tab(r)),
             "undo": self._handler(self._undo, "undo"),
             "restore": self._handler(self._restore, "restore"),
@@ -595,11 +596,10 @@ class MemoryTab:
         previous.click(h["previous_page"], self.inputs, self.outputs, **quiet)
         following.click(h["next_page"], self.inputs, self.outputs, **quiet)
         table.select(self.select, [name], [detail, detail_md, edit, restore], **quiet)
-        for button in ("save", "undo", "restore"):
-            {"save": save, "undo": undo, "restore": restore}[button].click(
-                h[button], self.inputs, self.outputs, **quiet
-            )
-        delete.click(h["delete"], self.inputs, [*self.outputs, chatbot], **quiet)
+        for button in ("undo", "restore"):
+            {"undo": undo, "restore": restore}[button].click(h[button], self.inputs, self.outputs, **quiet)
+        for button, handler in ((save, h["save"]), (delete, h["delete"])):
+            button.click(handler, self.inputs, [*self.outputs, chatbot], **quiet)
         gr.on(
             [add.click, new_memory.submit],
             h["add"],

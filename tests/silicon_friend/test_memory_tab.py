@@ -291,7 +291,8 @@ def test_an_edit_or_delete_reaches_every_open_chat_of_the_user(forgetting_bank) 
     assert [t.query for t in app.sessions.get(other).session.turns] == ["My PIN is 4711."]
     app.memory_tab.memories("Ann", "", *FORM, ANN)
     click_row(app, "Ann", 0, ANN)
-    app.memory_tab.handlers()["save"]("Ann", "My PIN is secret.", *FORM, ANN)
+    *_, chat = app.memory_tab.handlers()["save"]("Ann", "My PIN is secret.", *FORM, ANN)
+    assert "4711" not in str(chat) and "My PIN is secret." in str(chat)  # the chat on screen redrawn
     for request in (ANN, other):
         session = app.sessions.get(request).session
         assert [(t.query, t.response) for t in session.turns] == [("My PIN is secret.", "")]
