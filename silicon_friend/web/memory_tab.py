@@ -598,8 +598,8 @@ class MemoryTab:
         table.select(self.select, [name], [detail, detail_md, edit, restore], **quiet)
         for button in ("undo", "restore"):
             {"undo": undo, "restore": restore}[button].click(h[button], self.inputs, self.outputs, **quiet)
-        for button, handler in ((save, h["save"]), (delete, h["delete"])):
-            button.click(handler, self.inputs, [*self.outputs, chatbot], **quiet)
+        for clicked, handler in ((save, h["save"]), (delete, h["delete"])):
+            clicked.click(handler, self.inputs, [*self.outputs, chatbot], **quiet)
         gr.on(
             [add.click, new_memory.submit],
             h["add"],
