@@ -493,7 +493,7 @@ def validate_user(name: object) -> str:
         )
     if unicodedata.category(key[0]) in ("Mn", "Me", "Mc"):
         raise InvalidInputError(f"user name {name!r} starts with a combining mark; start it with a letter")
-    if not any(unicodedata.category(c)[0] in "LNPS" for c in key):
+    if not has_visible(key):
         raise InvalidInputError(
             f"user name {name!r} has no visible letter, digit or symbol; give a name that can be read"
         )

@@ -253,20 +253,16 @@ class SQLiteStorage(SQLStorage):
                 self._all_conns = [*self._closed_dead(), handle]
         return handle
 
-    def _entered(self) -> _Handle:
-        """This thread's connection, marked in use (see :meth:`close`) until ``exit()``. One
-        that a ``close()`` got to between the lookup and the mark is let go for a new one."""
+    @contextlib.contextmanager
+    def _using(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection, marked in use for the block (see :meth:`close`). One that
+        a ``close()`` got to between the lookup and the mark is let go for a new one."""
         while True:
             handle = self._handle()
             handle.enter()
             if not handle.doomed:
-                return handle
+                break
             handle.exit()  # closes it, unless an outer block of this thread still uses it
-
-    @contextlib.contextmanager
-    def _using(self) -> Iterator[sqlite3.Connection]:
-        """This thread's connection, marked in use for the block (see :meth:`close`)."""
-        handle = self._entered()
         try:
             yield handle.conn
         finally:
@@ -290,11 +286,8 @@ class SQLiteStorage(SQLStorage):
         return alive
 
     def _rows(self, sql: str, args: Sequence[Any] = (), *, binary: bool = False) -> list[tuple[Any, ...]]:
-        handle = self._entered()
-        try:
-            return handle.conn.execute(sql, args).fetchall()
-        finally:
-            handle.exit()
+        with self._using() as conn:
+            return conn.execute(sql, args).fetchall()
 
     def _stream(self, sql: str, args: Sequence[Any] = ()) -> Iterator[tuple[Any, ...]]:
         with self._using() as conn:

@@ -517,18 +517,20 @@ class WebApp:
         if redone and not any(t.memory_id == redone for t in session.turns):  # replaced in the store
             self._drop_everywhere(session.user, redone)
 
+    def _sessions_of(self, user: str) -> list[Session]:
+        """The conversation of every open tab of ``user``."""
+        return [tab.session for tab in self.sessions.of_user(user) if tab.session is not None]
+
     def _edited_everywhere(self, user: str, memory: Memory) -> None:
         """An edited memory shows its new words in every open chat of its user."""
-        for tab in self.sessions.of_user(user):
-            if tab.session is not None:
-                tab.session.apply_edit(memory)
+        for session in self._sessions_of(user):
+            session.apply_edit(memory)
 
     def _drop_everywhere(self, user: str, memory_id: str) -> None:
         """A memory deleted from the store leaves every open chat of its user (another tab would
         still show it and send it to the model)."""
-        for tab in self.sessions.of_user(user):
-            if tab.session is not None:
-                tab.session.drop_memory(memory_id)
+        for session in self._sessions_of(user):
+            session.drop_memory(memory_id)
 
     def stop(self, request: gr.Request) -> None:
         session = self._current(request)
