@@ -19,9 +19,11 @@ which model answers (and, for the packaged demo model, that it is a 135M English
 language switch re-labels every registered component (:mod:`silicon_friend.web.i18n`); the
 name is kept in the browser (``localStorage``) so a reload shows the recent conversation again.
 
-A message still waiting when its tab closes is taken out of the line and never answered or
-stored (it was only ever shown as queued, and the conversation shown after a reload, which is
-read from the store, does not have it); a reply that had started is finished and stored.
+Replies are made on threads of their own, not on the requests that asked for them: when a page
+goes away mid-reply (a reload, a closed tab) the reply is finished and stored, and the messages
+waiting after it are answered and stored too. The same user's next page takes the tab over and
+draws the replies as they go on (:meth:`WebApp.follow`). A message sent is kept in the browser
+with its name, so a reload shows the conversation even when Remember Me was never pressed.
 
 (No ``from __future__ import annotations`` here: Gradio reads the ``gr.Request`` annotation of
 handlers at run time.)
@@ -38,7 +40,6 @@ from memory_bank.errors import MemoryBankError
 from memory_bank.records import Memory
 from memory_bank.text import has_visible, validate_user
 from silicon_friend.engine import ChatSettings, Session, SiliconFriend, Turn
-from silicon_friend.errors import SessionEndedError
 from silicon_friend.memories import export_bytes
 from silicon_friend.web.downloads import DownloadStore
 from silicon_friend.web.i18n import Translations
@@ -46,16 +47,20 @@ from silicon_friend.web.memory_tab import CSS as MEMORY_TAB_CSS
 from silicon_friend.web.memory_tab import MemoryTab
 from silicon_friend.web.refusal import Refused
 from silicon_friend.web.safe_text import inert_markdown
-from silicon_friend.web.sessions import SessionRegistry, WebSession
+from silicon_friend.web.sessions import LineFullError, SessionRegistry, WebSession
 from silicon_friend.web.summary_state import POLL_SECONDS, failure_toast, summary_line
 from silicon_friend.web.texts import LANGUAGES, UI, UITexts, ui_texts
 
 logger = logging.getLogger(__name__)
 
+#: A page following a reply redraws at least this often (seconds), even when nothing moved.
+FOLLOW_SECONDS = 1.0
+
 CSS = (
     "#sf-chatbot {min-height: 420px} #sf-memory-table th {white-space: nowrap; word-break: keep-all}"
     " #sf-temporary-banner {border-left: 4px solid #7c3aed; padding-left: 8px}"
 )
+
 
 def toast_title_css() -> str:
     """Toast titles in the page's language: Gradio 6 titles every toast with its English type
@@ -68,7 +73,9 @@ def toast_title_css() -> str:
         page = f'body:has(#sf-language input[value="{code}"]:checked)'
         rules.append(f"{page} .toast-title {{font-size: 0 !important}}")
         for kind, title in (("warning", t.warning_title), ("info", t.info_title)):
-            rules.append(f'{page} .toast-title.{kind}::after {{content: "{title}"; font-size: var(--text-md)}}')
+            rules.append(
+                f'{page} .toast-title.{kind}::after {{content: "{title}"; font-size: var(--text-md)}}'
+            )
     return " ".join(rules)
 
 
@@ -139,6 +146,7 @@ class WebApp:
         self.auth = auth
         self.concurrency = concurrency
         self.sessions = SessionRegistry()
+        self.slots = threading.BoundedSemaphore(concurrency)  # replies made at once, all tabs
         self.downloads = DownloadStore()
         self.i18n = Translations()
         self.memory_tab = MemoryTab(self)
@@ -236,15 +244,23 @@ class WebApp:
         return session
 
     def _welcome(self, session: Session, t: UITexts | None = None) -> str:
-        t, user = t or self.texts, inert_markdown(session.user.strip())
-        text = (t.welcome_back if session.returning else t.welcome_new).replace("{user}", user)
+        return self._greeting(session.user, session.returning, t or self.texts)
+
+    def _greeting(self, user: str, returning: bool, t: UITexts) -> str:
+        user = inert_markdown(user.strip())
+        text = (t.welcome_back if returning else t.welcome_new).replace("{user}", user)
         return (t.logged_in_as.replace("{user}", user) + " " if self.auth else "") + text
 
     def render(
-        self, session: Session | None, pending: Sequence[str] = (), texts: UITexts | None = None
+        self,
+        session: Session | None,
+        pending: Sequence[str] = (),
+        texts: UITexts | None = None,
+        preparing: str | None = None,
     ) -> list[dict[str, Any]]:
         """The conversation as Chatbot messages (inert text), each reply followed by what it
-        used and changed (:meth:`turn_note`), then the messages waiting in line."""
+        used and changed (:meth:`turn_note`), then the message whose reply is being prepared
+        (``preparing``, its reply "…") and the messages waiting in line."""
         t = texts or self.texts
         out: list[dict[str, Any]] = []
         for turn in session.turns if session else []:
@@ -262,6 +278,11 @@ class WebApp:
             note = self.turn_note(turn, t)
             if note is not None:
                 out.append(note)
+        if preparing is not None:
+            out += [
+                {"role": "user", "content": inert_markdown(preparing)},
+                {"role": "assistant", "content": "…"},
+            ]
         for message in pending:
             out += [
                 {"role": "user", "content": inert_markdown(message)},
@@ -296,7 +317,8 @@ class WebApp:
 
     def _render_tab(self, request: gr.Request | None) -> list[dict[str, Any]]:
         tab = self._tab(request)
-        return self.render(self._current(request), tab.queued(), self._t(request))
+        session = self._current(request)
+        return self.render(session, tab.queued(), self._t(request), tab.preparing(session))
 
     def model_notice(self, t: UITexts) -> str:
         """Which model answers; for the packaged demo model, what it is, and for Chinese the
@@ -379,6 +401,9 @@ class WebApp:
             except Refused as e:
                 self._warn(str(e), request)
                 return gr.update(), loading, gr.update()
+            if tab.session is None:  # a reload while a reply was being made takes its tab over
+                adopted = self.sessions.adopt(request, user)
+                tab = adopted if adopted is not None and adopted.session is not None else tab
             session = tab.session if tab.session is not None else self._open(tab, user)
             locked = gr.update(value=session.user, interactive=False)
             return locked, self._welcome(session, t), self._render_tab(request)
@@ -388,9 +413,13 @@ class WebApp:
             user = validate_user(remembered.strip())
         except MemoryBankError:
             return gr.update(), loading, gr.update()
-        if not self.engine.bank.has_user(user):  # forgotten meanwhile, or never stored a turn
+        adopted = self.sessions.adopt(request, user)
+        if adopted is not None and adopted.session is not None:
+            session = adopted.session
+        elif self.engine.bank.has_user(user):
+            session = self._open(tab, user)
+        else:  # forgotten meanwhile, or never stored a turn
             return gr.update(), loading, gr.update()
-        session = self._open(tab, user)
         return session.user, self._welcome(session, t), self._render_tab(request)
 
     def set_temporary(self, on: bool, request: gr.Request) -> Any:
@@ -421,34 +450,45 @@ class WebApp:
         self,
         request: gr.Request | None,
         session: Session,
-        ticket: int,
         start: Callable[[], Iterator[str]],
         message: Any = None,
+        *,
+        shown: bool = True,
+        done: Callable[[], None] | None = None,
     ) -> Iterator[tuple[Any, ...]]:
-        """Wait for the messages sent before this one, then stream this reply."""
+        """Put the message in the tab's line and stream its reply as it is made. The reply is
+        made on a thread of its own (:meth:`WebSession.start_reply`): when the page goes away
+        (a reload, a closed tab) this stops drawing, and the reply is still finished and stored,
+        as are the messages waiting after it."""
         tab = self._tab(request)
         try:
+            ticket = tab.enqueue(message if isinstance(message, str) else "", shown=shown)
+        except LineFullError:
+            self._warn(self._t(request).line_full, request)
+            yield self._render_tab(request), gr.update()
+            return
+        text = (
+            message
+            if shown and isinstance(message, str)
+            else session.turns[-1].query
+            if session.turns
+            else ""
+        )
+        job = tab.start_reply(ticket, start, self.slots, done, (text, session, 0 if shown else 1))
+        try:
             yield self._render_tab(request), ""
-        except GeneratorExit:  # closed before its turn came (a closed tab): out of the line
-            tab.leave(ticket)
-            raise
-        with tab.turn(ticket):
-            if tab.closed:  # the tab closed while this waited: never answered, never stored
-                logger.info("a queued message was dropped: its tab closed before its turn")
-                return
-            try:
-                stream = start()
-                for _ in stream:
+            seen = tab.wait_change(-1, 0)
+            while not job.done.is_set():
+                seen = tab.wait_change(seen, FOLLOW_SECONDS)
+                if not job.done.is_set():
                     yield self._render_tab(request), gr.update()
-            except SessionEndedError:  # "Forget me" came first: nothing is stored under the user
-                self._warn(self._t(request).session_ended, request)
-                refused = True
-            except MemoryBankError as e:  # refused before anything was stored (e.g. over the size limit)
-                self._warn(str(e), request)
-                refused = True
-            else:
-                refused = False
-        if refused:  # the message goes back into the box
+        except GeneratorExit:  # the page went away: the reply goes on without it
+            return
+        if job.ended:
+            self._warn(self._t(request).session_ended, request)
+        elif job.refused is not None:
+            self._warn(job.refused, request)
+        if job.ended or job.refused is not None:  # the message goes back into the box
             yield self._render_tab(request), gr.update() if message is None else message
             return
         t = self._t(request)
@@ -459,6 +499,16 @@ class WebApp:
             reinforced = t.reinforced.replace("{n}", str(turn.reinforced)) if turn.reinforced else ""
             self._info(t.memory_updated + reinforced, request)
         yield self._render_tab(request), gr.update()
+
+    def follow(self, request: gr.Request) -> Iterator[Any]:
+        """After a page load: draw the replies still being made for this tab (a reload while a
+        reply streamed, see :meth:`SessionRegistry.adopt`) until its line is empty."""
+        tab = self._tab(request)
+        seen = -1
+        while tab.busy():
+            seen = tab.wait_change(seen, FOLLOW_SECONDS)
+            yield self._render_tab(request)
+        yield self._render_tab(request) if seen >= 0 else gr.update()
 
     def send(
         self,
@@ -471,6 +521,8 @@ class WebApp:
         request: gr.Request,
     ) -> Iterator[tuple[Any, ...]]:
         try:
+            if self._switching(name, request):
+                raise Refused(self._t(request).wait_to_switch)
             session = self._session(name, request)
             settings = self._settings(temperature, top_p, max_new_tokens, top_k, self.engine.settings)
         except Refused as e:
@@ -484,10 +536,36 @@ class WebApp:
         if tab.repeated(message):  # a double click: the first click's event answers it
             yield self._render_tab(request), gr.update()
             return
-        ticket = tab.enqueue(message)
         yield from self._reply(
-            request, session, ticket, lambda: self.engine.stream(session, message, settings), message
+            request, session, lambda: self.engine.stream(session, message, settings), message
         )
+
+    def _switching(self, name: str | None, request: gr.Request | None) -> bool:
+        """Whether ``name`` is another user than the one this tab's reply is being made for
+        (without login, the name box is typed over while a reply streams)."""
+        tab = self._tab(request)
+        if self.auth or tab.session is None or not tab.busy():
+            return False
+        try:
+            return self._user_for(name, request).strip() != tab.session.user.strip()
+        except Refused:
+            return False
+
+    def keep_name(self, name: str, request: gr.Request) -> tuple[Any, Any]:
+        """On Send, beside the reply: the status line names the user the message goes to, and
+        the browser keeps the name, so that a reload shows the conversation even when Remember
+        Me was never pressed. Outputs: (status, name kept in the browser); both unchanged for a
+        name the message will not go under (the reply's handler says why)."""
+        if self.auth or self._switching(name, request):
+            return gr.update(), gr.update()
+        try:
+            user = self._user_for(name, request)
+        except Refused:
+            return gr.update(), gr.update()
+        t, session = self._t(request), self._current(request)
+        if session is not None and session.user.strip() == user.strip():
+            return self._welcome(session, t), user
+        return self._greeting(user, self.engine.bank.has_user(user), t), user
 
     def regenerate(
         self,
@@ -512,10 +590,14 @@ class WebApp:
             yield self._render_tab(request), gr.update()
             return
         redone = session.turns[-1].memory_id
-        ticket = tab.enqueue(session.turns[-1].query, shown=False)  # the turn being redone
-        yield from self._reply(request, session, ticket, lambda: self.engine.regenerate(session, settings))
-        if redone and not any(t.memory_id == redone for t in session.turns):  # replaced in the store
-            self._drop_everywhere(session.user, redone)
+
+        def dropped() -> None:
+            if redone and not any(t.memory_id == redone for t in session.turns):  # replaced in the store
+                self._drop_everywhere(session.user, redone)
+
+        yield from self._reply(
+            request, session, lambda: self.engine.regenerate(session, settings), shown=False, done=dropped
+        )
 
     def _sessions_of(self, user: str) -> list[Session]:
         """The conversation of every open tab of ``user``."""
@@ -794,6 +876,9 @@ class WebApp:
                 show_progress="minimal",
                 **chat_limit,
             )
+            gr.on(
+                [send.click, message.submit], self.keep_name, [name], [status, remembered], queue=False, **quiet
+            )
             stop.click(self.stop, None, None, queue=False)
             gr.on([new.click, chatbot.clear], self.new_conversation, None, [chatbot])
             regen.click(
@@ -825,6 +910,7 @@ class WebApp:
                 self.memory_tab.memories, self.memory_tab.inputs, memory_outputs, **quiet
             )  # the memory tab's table, plot, detail and what it knows, in the new language
             load_event = demo.load(self.on_load, [remembered], [name, status, chatbot])
+            load_event.then(self.follow, None, [chatbot], concurrency_limit=None, **quiet)
             if self.engine.scheduler is not None:  # wake the timer where a run may start or the line change
                 for event in (remember_event, summarize_event, send_event, language_event, load_event):
                     event.then(

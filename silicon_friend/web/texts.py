@@ -251,6 +251,8 @@ class UITexts:
     forget_unconfirmed: str
     queued: str
     wait_for_reply: str
+    line_full: str
+    wait_to_switch: str
     nothing_to_export: str
     export_ready: str
     other_case: str
@@ -333,6 +335,8 @@ UI: dict[str, UITexts] = {
         forget_unconfirmed="Tick the box to confirm first.",
         queued="⏳ Queued: I will answer this after the current reply.",
         wait_for_reply="Wait until the current reply is finished.",
+        line_full="Too many messages are waiting for a reply; send this one when some are answered (it is still in the box).",
+        wait_to_switch="Wait until the current reply is finished before changing the name (your message is still in the box).",
         nothing_to_export="{user} has no memories to export yet.",
         export_ready="[⬇ Download {file}]({link}) (only for you; the link works for 10 minutes).",
         other_case="Names are case-sensitive: “{user}” has no memories yet, but “{other}” does. Did you mean “{other}”?",
@@ -429,6 +433,8 @@ UI: dict[str, UITexts] = {
         forget_unconfirmed="请先勾选确认框。",
         queued="⏳ 排队中：当前回复完成后我就回答这条消息。",
         wait_for_reply="请等当前回复完成。",
+        line_full="等待回复的消息太多了；请等前面的消息得到回复后再发送这条（它还在输入框里）。",
+        wait_to_switch="请等当前回复完成后再更换名字（你的消息还在输入框里）。",
         nothing_to_export="{user} 还没有可以导出的记忆。",
         export_ready="[⬇ 下载 {file}]({link})（仅限你本人，链接 10 分钟内有效）。",
         other_case="名字区分大小写：“{user}”还没有记忆，但“{other}”有。你是想用“{other}”吗？",

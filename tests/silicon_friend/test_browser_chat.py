@@ -130,6 +130,37 @@ def test_a_reload_shows_the_recent_conversation(browser, served) -> None:  # typ
     page.close()
 
 
+def test_a_reload_mid_reply_finishes_the_reply_and_the_waiting_message_on_screen(browser, served) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    t = ui_texts("en")
+    words = " ".join(f"w{i}" for i in range(30))
+    url, engine = served("en", EchoChatModel(delay=0.1))
+    page = open_as(browser, url, "Emily", "en")
+    say(page, f"story {words}")
+    wait_chat(page, "w3")
+    say(page, "waiting in line")  # sent while the reply streams
+    wait_chat(page, t.queued)
+    page.reload(wait_until="load")  # the page goes away mid-reply and comes back
+    wait_chat(page, f"Echo: story {words}", timeout=30_000)  # drawn as it goes on, no click needed
+    wait_chat(page, "Echo: waiting in line", timeout=30_000)
+    stored = [(m.query, m.response) for m in engine.bank.history("Emily")]
+    assert stored == [(f"story {words}", f"Echo: story {words}"), ("waiting in line", "Echo: waiting in line")]
+    assert t.stopped not in chat_text(page)
+    page.close()
+
+
+def test_a_newcomer_who_only_typed_a_name_sees_the_chat_after_a_reload(browser, served) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    url, _ = served("en")
+    page = browser.new_page(viewport={"width": 1100, "height": 1000})
+    page.goto(url, wait_until="load")
+    page.locator("#sf-name textarea, #sf-name input").first.fill("Nora")
+    say(page, "hello, I am new here")  # no Remember Me
+    wait_chat(page, "Echo: hello, I am new here")
+    page.wait_for_function("() => document.querySelector('#sf-status').innerText.includes('Nora')")
+    page.reload(wait_until="load")
+    wait_chat(page, "Echo: hello, I am new here")
+    page.close()
+
+
 def test_stop_is_calm_and_a_message_sent_while_streaming_is_answered(browser, served) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     t = ui_texts("en")
     words = " ".join(f"w{i}" for i in range(60))

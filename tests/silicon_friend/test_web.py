@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import threading
 
@@ -68,11 +69,17 @@ def test_remember_me_then_two_messages(engine) -> None:  # type: ignore[no-untyp
 
 
 def test_streaming_yields_partial_replies(make_engine) -> None:  # type: ignore[no-untyped-def]
-    app = WebApp(make_engine())
+    app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
     outputs = list(app.send("one two three", "Emily", *SLIDERS, ANON))
-    assert outputs[0][0][-1]["content"] == "⏳ Queued: I will answer this after the current reply."
-    partials = [said(o[0])[-1]["content"] for o in outputs[1:]]
-    assert partials[0].strip() == "Echo:" and partials[-1] == "Echo: one two three"
+    # The message is on screen in every frame: queued, then "…" while its reply is prepared.
+    assert all(said(o[0])[-2] == {"role": "user", "content": "one two three"} for o in outputs)
+    replies = [said(o[0])[-1]["content"] for o in outputs]
+    partials = [r for r in replies if r.startswith("Echo:")]
+    assert replies[: len(replies) - len(partials)] and all(
+        r in ("…", "⏳ Queued: I will answer this after the current reply.") for r in replies[: -len(partials)]
+    )
+    assert len(partials) >= 3 and all(b.startswith(a.strip()) for a, b in itertools.pairwise(partials))
+    assert partials[-1] == "Echo: one two three"
 
 
 def test_sending_without_a_name_warns_without_blocking_the_page(engine) -> None:  # type: ignore[no-untyped-def]

@@ -32,8 +32,8 @@ def seed(app: WebApp) -> None:
     app.engine.bank.add_turn("Emily", "I went hiking on Mount Tai.", "Sounds fun!", at="2023-04-29T10:00")
 
 
-def test_each_reply_shows_the_memories_it_used_collapsed(engine) -> None:  # type: ignore[no-untyped-def]
-    app = WebApp(engine)
+def test_each_reply_shows_the_memories_it_used_collapsed(make_engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
     seed(app)
     outputs = list(app.send("Do you remember my cat Miso?", "Emily", 0.7, 0.9, 64, 1, ANON))
     chatbot = outputs[-1][0]
@@ -199,23 +199,72 @@ def test_warm_up_loads_the_encoder_before_the_first_login(engine) -> None:  # ty
     assert app.ready.is_set() and encoded == [["warm up"]]
 
 
-def test_a_message_waiting_when_its_tab_closes_is_never_answered_nor_stored(make_engine) -> None:  # type: ignore[no-untyped-def]
-    app = WebApp(make_engine(EchoChatModel(delay=0.05)))
+def test_a_closed_tab_still_finishes_its_reply_and_answers_its_waiting_message(make_engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
     first = app.send("one two three four five six seven", "Emily", *SLIDERS, ANON)
     next(first), next(first), next(first)  # streaming
-    results: list[object] = []
-    second = threading.Thread(target=lambda: results.append(list(app.send("lost?", "Emily", *SLIDERS, ANON))))
-    second.start()
-    deadline = time.monotonic() + 5
-    while "lost?" not in app.sessions.get(ANON).queued() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    app.on_unload(ANON)  # the tab closes
-    list(first)  # the reply that had started is finished...
-    second.join(10)
+    second = app.send("still there?", "Emily", *SLIDERS, ANON)
+    next(second)  # shown as queued
+    assert "still there?" in app.sessions.get(ANON).queued()
+    first.close(), second.close()  # the page goes away (Gradio closes its handlers)
+    app.on_unload(ANON)
+    deadline = time.monotonic() + 10
+    bank = app.engine.bank
+    while not (bank.has_user("Emily") and len(bank.history("Emily")) == 2) and time.monotonic() < deadline:
+        time.sleep(0.02)
     history = app.engine.bank.history("Emily")
-    assert [m.query for m in history] == ["one two three four five six seven"]  # ...and stored
-    assert history[0].response == "Echo: one two three four five six seven"
-    assert results  # the waiting one ended without a reply: it was only ever shown as queued
+    assert [(m.query, m.response) for m in history] == [
+        ("one two three four five six seven", "Echo: one two three four five six seven"),
+        ("still there?", "Echo: still there?"),
+    ]
+    assert not any(m.extra.get("stopped") for m in history)  # finished, not cut short
+
+
+def test_a_reload_mid_reply_shows_the_reply_going_on_and_its_waiting_message(make_engine) -> None:  # type: ignore[no-untyped-def]
+    model = EchoChatModel(mode="slow", delay=0.05)
+    app = WebApp(make_engine(model))
+    app.remember("Emily", ANON)
+    first = app.send("one two three four five six seven eight", "Emily", *SLIDERS, ANON)
+    next(first), next(first), next(first)
+    second = app.send("and this one", "Emily", *SLIDERS, ANON)
+    next(second)
+    first.close(), second.close()
+    app.on_unload(ANON)
+    reloaded = gr.Request(session_hash="after-reload")
+    name, _status, chatbot = app.on_load("Emily", reloaded)
+    said = [m["content"] for m in chatbot if "metadata" not in m]
+    assert name == "Emily" and said[0] == "one two three four five six seven eight"
+    assert said[-2:] == ["and this one", "⏳ Queued: I will answer this after the current reply."]
+    frames = list(app.follow(reloaded))  # the page draws the replies until the line is empty
+    final = [m["content"] for m in frames[-1] if "metadata" not in m]
+    assert final == [
+        "one two three four five six seven eight",
+        "Echo: one two three four five six seven eight",
+        "and this one",
+        "Echo: and this one",
+    ]
+    assert len(app.engine.bank.history("Emily")) == 2
+    # Another login or another user does not take the tab over.
+    assert app.sessions.adopt(gr.Request(session_hash="x"), "Nora") is None
+
+
+def test_forget_me_reaches_the_replies_of_a_closed_tab(make_engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
+    first = app.send("one two three four five six seven", "Emily", *SLIDERS, ANON)
+    next(first), next(first), next(first)
+    second = app.send("my secret", "Emily", *SLIDERS, ANON)
+    next(second)
+    first.close(), second.close()
+    app.on_unload(ANON)
+    other = gr.Request(session_hash="other-tab")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        app.forget_me("Emily", True, other)
+    deadline = time.monotonic() + 10
+    while app.sessions._orphans and time.monotonic() < deadline:
+        app.sessions.adopt(other, "nobody")  # prunes the orphans whose line is done
+        time.sleep(0.02)
+    assert not app.engine.bank.has_user("Emily")  # the waiting message did not bring the user back
 
 
 def test_a_turn_stopped_before_any_text_says_so_after_a_reload(make_engine) -> None:  # type: ignore[no-untyped-def]
@@ -238,3 +287,50 @@ def test_a_turn_stopped_before_any_text_says_so_after_a_reload(make_engine) -> N
     _, _, chatbot = app.on_load("Emily", gr.Request(session_hash="reloaded"))
     assert replies(chatbot) == [stopped]  # and after a reload, not an empty bubble
     assert app.engine.bank.history("Emily")[0].response == ""
+
+
+def test_sending_keeps_the_name_so_a_reload_without_remember_me_shows_the_chat(engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(engine)
+    status, kept = app.keep_name("Nora", ANON)  # runs beside the send, on the same click
+    assert kept == "Nora" and "Welcome, **Nora**" in status
+    list(app.send("hello there", "Nora", *SLIDERS, ANON))
+    _, _, chatbot = app.on_load(kept, gr.Request(session_hash="reloaded"))
+    assert next(m["content"] for m in chatbot if "metadata" not in m) == "hello there"
+    # typed over without Remember Me: the status line names the user the message goes to
+    status, kept = app.keep_name("Emily", ANON)
+    assert kept == "Emily" and "**Emily**" in status and "Nora" not in status
+    assert app.keep_name("  ", ANON) == (gr.update(), gr.update())  # no name: the send warns
+
+
+def test_the_name_cannot_change_under_a_reply_being_made(make_engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
+    first = app.send("one two three four five six", "Emily", *SLIDERS, ANON)
+    next(first), next(first)
+    assert app.keep_name("Nora", ANON) == (gr.update(), gr.update())
+    with pytest.warns(UserWarning, match="before changing the name"):
+        outputs = list(app.send("I am Nora", "Nora", *SLIDERS, ANON))
+    assert outputs == [(gr.update(), gr.update())]  # the message stays in the box
+    list(first)
+    assert app.sessions.get(ANON).session.user == "Emily"  # type: ignore[union-attr]
+    assert not app.engine.bank.has_user("Nora")
+    list(app.send("I am Nora", "Nora", *SLIDERS, ANON))  # once the reply is done, it switches
+    assert [m.query for m in app.engine.bank.history("Nora")] == ["I am Nora"]
+
+
+def test_a_tab_with_too_many_messages_waiting_refuses_one_more_and_keeps_it(make_engine) -> None:  # type: ignore[no-untyped-def]
+    from silicon_friend.web.sessions import MAX_WAITING
+
+    model = EchoChatModel(mode="hang")
+    app = WebApp(make_engine(model))
+    handlers = [app.send(f"message {i}", "Emily", *SLIDERS, ANON) for i in range(MAX_WAITING)]
+    for h in handlers:
+        next(h)
+    with pytest.warns(UserWarning, match="Too many messages are waiting"):
+        outputs = list(app.send("one more", "Emily", *SLIDERS, ANON))
+    assert outputs[-1][1] == gr.update()  # not cleared: still in the box
+    model.release()
+    with warnings.catch_warnings():  # the hanging model, released, says nothing: a warning each
+        warnings.simplefilter("ignore")
+        for h in handlers:
+            list(h)
+    assert len(app.engine.bank.history("Emily")) == MAX_WAITING
