@@ -21,7 +21,7 @@ import numpy as np
 from memory_bank.errors import InvalidInputError, StoreError
 from memory_bank.records import Memory, MemoryKind
 from memory_bank.stores import open_storage
-from memory_bank.stores.base import Storage
+from memory_bank.stores.base import Storage, UserRecord
 
 logger = logging.getLogger(__name__)
 
@@ -138,30 +138,15 @@ def _migrate(
                 mems = sorted(src.memories(rec.id), key=lambda m: m.rowid or 0)
                 vecs = stored_embeddings(src, rec.id)
             expected = _tally(mems, vecs)
-            if rec.name in clashes:
-                old = dst.get_user(rec.name)
-                if old is not None:
-                    dst.delete_user(old.id)
-            new = dst.ensure_user(rec.name, rec.extra)
-            dst.set_user_extra(new.id, rec.extra)
+            if len({(encoder, len(vec)) for encoder, vec in vecs.values()}) <= 1:  # the usual case
+                new = _copy_whole(dst, rec.name, rec.extra, mems, vecs)
+                bar.update(len(mems))
+            else:
+                new = _copy_in_batches(
+                    dst, rec.name, rec.extra, mems, vecs, batch_size, bar, rec.name in clashes
+                )
             if rec.last_forget_date:
                 dst.set_forget_date(new.id, rec.last_forget_date)
-            rowid_map: dict[int, int] = {}
-            for start in range(0, len(mems), batch_size):
-                chunk = [dataclasses.replace(m, rowid=None) for m in mems[start : start + batch_size]]
-                new_ids = dst.add_memories(new.id, chunk, None, "")
-                rowid_map.update(
-                    zip((m.rowid or 0 for m in mems[start : start + batch_size]), new_ids, strict=True)
-                )
-                bar.update(len(chunk))
-            by_encoder: dict[tuple[str, int], list[tuple[int, np.ndarray]]] = {}
-            for old_id, (encoder, vec) in vecs.items():
-                if old_id in rowid_map:
-                    by_encoder.setdefault((encoder, len(vec)), []).append((rowid_map[old_id], vec))
-            for (encoder, _dim), items in by_encoder.items():
-                for start in range(0, len(items), batch_size):
-                    part = items[start : start + batch_size]
-                    dst.put_vectors([r for r, _ in part], np.stack([v for _, v in part]), encoder)
             got_mems = sorted(dst.memories(new.id), key=lambda m: m.rowid or 0)
             got = _tally(got_mems, stored_embeddings(dst, new.id))
             if got != expected:
@@ -193,3 +178,55 @@ def _migrate(
             )
     logger.info("migrated %d users, %d memories", totals["users"], sum(totals["memories"].values()))
     return totals
+
+
+def _copy_whole(
+    dst: Storage,
+    name: str,
+    extra: dict[str, Any],
+    mems: list[Memory],
+    vecs: dict[int, tuple[str, np.ndarray]],
+) -> UserRecord:
+    """Write a user whose vectors come from one encoder in one transaction (replacing any user
+    of that name): a migration killed midway leaves the user as it was, or not there, never
+    half-copied (memories without their vectors, which a later run or ``check`` would miss)."""
+    copies = [dataclasses.replace(m, rowid=None) for m in mems]
+    embedded = [i for i, m in enumerate(mems) if m.rowid in vecs]
+    encoder = vecs[mems[embedded[0]].rowid or 0][0] if embedded else ""
+    vectors = np.stack([vecs[mems[i].rowid or 0][1] for i in embedded]) if embedded else None
+    return dst.replace_user(name, extra, copies, embedded, vectors, encoder)
+
+
+def _copy_in_batches(
+    dst: Storage,
+    name: str,
+    extra: dict[str, Any],
+    mems: list[Memory],
+    vecs: dict[int, tuple[str, np.ndarray]],
+    batch_size: int,
+    bar: Any,
+    clash: bool,
+) -> UserRecord:
+    """Write a user whose vectors come from several encoders: the memories, then each
+    encoder's vectors, in batches (an interrupted run is rerun with ``replace``)."""
+    if clash:
+        old = dst.get_user(name)
+        if old is not None:
+            dst.delete_user(old.id)
+    new = dst.ensure_user(name, extra)
+    dst.set_user_extra(new.id, extra)
+    rowid_map: dict[int, int] = {}
+    for start in range(0, len(mems), batch_size):
+        chunk = [dataclasses.replace(m, rowid=None) for m in mems[start : start + batch_size]]
+        new_ids = dst.add_memories(new.id, chunk, None, "")
+        rowid_map.update(zip((m.rowid or 0 for m in mems[start : start + batch_size]), new_ids, strict=True))
+        bar.update(len(chunk))
+    by_encoder: dict[tuple[str, int], list[tuple[int, np.ndarray]]] = {}
+    for old_id, (encoder, vec) in vecs.items():
+        if old_id in rowid_map:
+            by_encoder.setdefault((encoder, len(vec)), []).append((rowid_map[old_id], vec))
+    for (encoder, _dim), items in by_encoder.items():
+        for start in range(0, len(items), batch_size):
+            part = items[start : start + batch_size]
+            dst.put_vectors([r for r, _ in part], np.stack([v for _, v in part]), encoder)
+    return new

@@ -120,6 +120,26 @@ def test_existing_users_are_refused_unless_replace(tmp_path) -> None:  # type: i
     src.close()
 
 
+def test_a_migration_that_fails_midway_leaves_no_user_half_copied(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    src = MemoryBank(load_config(None, store=str(tmp_path / "src")), encoder=HashingEncoder(64))
+    _seed(src)
+    dst = SQLiteStorage(tmp_path / "dst")
+    real = SQLiteStorage._put_vectors
+
+    def killed(self, *args, **kwargs):  # type: ignore[no-untyped-def]  # the process dies mid-user
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(SQLiteStorage, "_put_vectors", killed)
+    with pytest.raises(KeyboardInterrupt):
+        migrate(src.storage, dst, progress=False)
+    assert dst.list_users() == []  # not a user with memories and no vectors
+    monkeypatch.setattr(SQLiteStorage, "_put_vectors", real)
+    migrate(src.storage, dst, progress=False)  # the rerun needs no --replace
+    assert _contents(dst) == _contents(src.storage)
+    dst.close()
+    src.close()
+
+
 @pytest.mark.integration
 def test_sqlite_to_postgres_and_back(tmp_path, pg_url, pg_schema) -> None:  # type: ignore[no-untyped-def]
     src = MemoryBank(load_config(None, store=str(tmp_path / "src")), encoder=HashingEncoder(64))
