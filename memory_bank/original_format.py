@@ -242,12 +242,21 @@ def _check_turn(turn: Any, source: str, where: str, ids: set[str]) -> None:
     _check_forget_fields(turn, source, where, ids)
 
 
+#: Where a record's forgetting and state fields are kept as the file gave them (see :func:`_as_given`).
+_GIVEN = "given"
+
+
 def _split_record(record: dict[str, Any], known: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(fields we model, shape info + everything else) for a dict record."""
+    """(fields we model, shape info + everything else) for a dict record. The forgetting and
+    state fields are also kept as given (``"archived": false``, ``"memory_id": null``), so an
+    export writes them back as they were while the memory is as imported."""
     info: dict[str, Any] = {"fields": list(record)}
     other = {k: v for k, v in record.items() if k not in known}
     if other:
         info["other"] = other
+    given = {k: record[k] for k in (*_FORGET_KEYS, *_STATE_KEYS) if k in record}
+    if given:
+        info[_GIVEN] = given
     return {k: record[k] for k in known if k in record}, info
 
 
@@ -425,10 +434,30 @@ def _recall_as_given(m: Memory) -> str | None:
     return m.last_recall_date
 
 
+def _as_given(m: Memory) -> dict[str, Any] | None:
+    """The record's forgetting and state fields as the file gave them, while the memory's state
+    is still what importing them made (strength, last recall, archived and hidden); else None."""
+    given = m.extra.get(_GIVEN)
+    if not isinstance(given, dict):
+        return None
+    recall = given.get("last_recall_date")
+    try:
+        day = parse_day(recall) if recall is not None else None
+    except InvalidInputError:
+        return None
+    hidden = bool(given.get("hidden", False))
+    imported = (given.get("memory_strength", 1), day, bool(given.get("archived", False)) or hidden, hidden)
+    return given if imported == (m.strength, m.last_recall_date, m.archived, m.hidden) else None
+
+
 def _record(
     m: Memory, base: dict[str, Any], forget_default: bool, default_shape: str | None = None
 ) -> dict[str, Any] | list[Any] | str:
     shape = m.extra.get("shape", default_shape if "fields" not in m.extra else None)
+    fields = m.extra.get("fields")
+    if fields is not None and (given := _as_given(m)) is not None:  # as imported: as the file had it
+        values = {**base, **m.extra.get("other", {}), **given}
+        return {k: values[k] for k in fields if k in values}
     touched = m.strength != 1 or m.last_recall_date is not None or m.archived
     if shape == "list" and not touched:
         return [m.query, m.response]
@@ -445,7 +474,6 @@ def _record(
     if m.hidden:
         values["hidden"] = True
     states = [k for k in _STATE_KEYS if values.get(k)]
-    fields = m.extra.get("fields")
     if fields is None:  # made by this package, or reshaped: write every field
         keys = list(base) + (list(forget) if forget_default or touched else []) + states
     else:

@@ -89,6 +89,27 @@ def test_turns_added_to_a_day_whose_imported_ids_have_gaps_are_all_stored(make_b
     assert export_data(bank)["Ann"]["history"]["2023-05-01"][:2] == data["Ann"]["history"]["2023-05-01"]
 
 
+def test_state_fields_given_with_their_default_values_round_trip_until_the_memory_changes(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """"archived": false was dropped, {"hidden": true, "archived": false} came back archived,
+    "memory_id": null came back as an id, and a given strength added fields the record lacked."""
+    data = {"Ann": {"name": "Ann", "history": {"2023-05-01": [
+        {"query": "a", "response": "b", "archived": False},
+        {"query": "c", "response": "d", "hidden": True, "archived": False},
+        {"query": "e", "response": "f", "memory_id": None},
+        {"query": "g", "response": "h", "hidden": False, "memory_strength": 2},
+    ]}, "summary": {"2023-05-01": {"content": "s", "archived": False}}, "personality": {}}}
+    bank, out = _roundtrip(make_bank, tmp_path, data)
+    assert out == data
+    rows = {m.query: m for m, _ in bank.memories("Ann") if m.kind is MemoryKind.TURN}
+    assert rows["c"].hidden and rows["c"].archived  # hidden is never retrieved, whatever "archived" says
+    bank.restore("Ann", [rows["c"].memory_id])  # the state changes: the record says what it is now
+    bank.reinforce("Ann", [rows["a"].memory_id], now="2023-05-03")
+    turns = export_data(bank)["Ann"]["history"]["2023-05-01"]
+    assert "hidden" not in turns[1] and turns[1].get("archived") is not True
+    assert turns[0]["memory_strength"] == 2 and turns[0]["last_recall_date"] == "2023-05-03"
+    assert turns[2:] == data["Ann"]["history"]["2023-05-01"][2:]  # untouched: as given
+
+
 def test_reinforcement_shows_up_in_export(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
     bank, _ = _roundtrip(make_bank, tmp_path, LEGACY)
     bank.search("Jason", "I like chess", k=1, now="2023-05-03", reinforce=True)
