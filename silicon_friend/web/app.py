@@ -29,16 +29,17 @@ with its name, so a reload shows the conversation even when Remember Me was neve
 handlers at run time.)
 """
 
+import asyncio
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import gradio as gr
 
 from memory_bank.errors import MemoryBankError
 from memory_bank.records import Memory
-from memory_bank.text import has_visible, validate_user
+from memory_bank.text import MAX_TEXT, has_visible, validate_user
 from silicon_friend.engine import ChatSettings, Session, SiliconFriend, Turn
 from silicon_friend.memories import export_bytes
 from silicon_friend.web.downloads import DownloadStore
@@ -47,14 +48,14 @@ from silicon_friend.web.memory_tab import CSS as MEMORY_TAB_CSS
 from silicon_friend.web.memory_tab import MemoryTab
 from silicon_friend.web.refusal import Refused
 from silicon_friend.web.safe_text import inert_markdown
-from silicon_friend.web.sessions import LineFullError, SessionRegistry, WebSession
+from silicon_friend.web.sessions import LineFullError, ReplyPool, SessionRegistry, WebSession
 from silicon_friend.web.summary_state import POLL_SECONDS, failure_toast, summary_line
 from silicon_friend.web.texts import LANGUAGES, UI, UITexts, ui_texts
 
 logger = logging.getLogger(__name__)
 
-#: A page following a reply redraws at least this often (seconds), even when nothing moved.
-FOLLOW_SECONDS = 1.0
+#: How often a page following a reply looks for what moved (seconds).
+FOLLOW_SECONDS = 0.03
 
 CSS = (
     "#sf-chatbot {min-height: 420px} #sf-memory-table th {white-space: nowrap; word-break: keep-all}"
@@ -146,7 +147,7 @@ class WebApp:
         self.auth = auth
         self.concurrency = concurrency
         self.sessions = SessionRegistry()
-        self.slots = threading.BoundedSemaphore(concurrency)  # replies made at once, all tabs
+        self.pool = ReplyPool(concurrency)  # replies made at once, and made or waiting, all tabs
         self.downloads = DownloadStore()
         self.i18n = Translations()
         self.memory_tab = MemoryTab(self)
@@ -212,10 +213,24 @@ class WebApp:
         language = self._tab(request).language
         return ui_texts(language) if language else self.texts
 
+    def _kept(self, tab: WebSession, user: str) -> Session | None:
+        """The tab's session while a reply of it is being made: a sign-in of the same user keeps
+        it (a new one would leave the reply off the screen); another user is refused until the
+        reply is done (:class:`Refused`). ``None`` when the tab is free to change."""
+        if tab.session is None or not tab.busy():
+            return None
+        if tab.session.user.strip() == user.strip():
+            return tab.session
+        raise Refused((ui_texts(tab.language) if tab.language else self.texts).wait_to_switch)
+
     def _open(self, tab: WebSession, user: str) -> Session:
-        """A new session of ``user`` in ``tab``, showing their recent conversation. When the
-        sign-in queues summaries (unsummarised days, e.g. just imported), the tab follows that
-        run from its start, so a failure in it raises a toast here."""
+        """A new session of ``user`` in ``tab``, showing their recent conversation (the tab's
+        own while a reply of it is being made, see :meth:`_kept`). When the sign-in queues
+        summaries (unsummarised days, e.g. just imported), the tab follows that run from its
+        start, so a failure in it raises a toast here."""
+        kept = self._kept(tab, user)
+        if kept is not None:
+            return kept
         before = self.engine.summary_status(user)
         tab.session = self.engine.start(user)
         after = self.engine.summary_status(user)
@@ -230,6 +245,7 @@ class WebApp:
         user = self._user_for(name, request)
         tab = self._tab(request)
         if tab.session is None or tab.session.user.strip() != user.strip():
+            self._kept(tab, user)  # refused while a reply of another user is being made
             tab.session = self.engine.start(user)
             tab.session.temporary = tab.temporary
         return tab.session
@@ -360,7 +376,11 @@ class WebApp:
             return gr.update(), gr.update(), gr.update(), gr.update()
         self._await_encoder(request, progress)
         tab = self._tab(request)
-        session = self._open(tab, user)
+        try:
+            session = self._open(tab, user)
+        except Refused as e:
+            self._warn(str(e), request)
+            return gr.update(), gr.update(), gr.update(), gr.update()
         if not session.returning:
             self._hint_other_case(user, self._t(request))
         return self._welcome(session, self._t(request)), self._render_tab(request), session.user, session.user
@@ -446,7 +466,7 @@ class WebApp:
     def on_unload(self, request: gr.Request) -> None:
         self.sessions.drop(request)
 
-    def _reply(
+    async def _reply(
         self,
         request: gr.Request | None,
         session: Session,
@@ -455,18 +475,12 @@ class WebApp:
         *,
         shown: bool = True,
         done: Callable[[], None] | None = None,
-    ) -> Iterator[tuple[Any, ...]]:
-        """Put the message in the tab's line and stream its reply as it is made. The reply is
-        made on a thread of its own (:meth:`WebSession.start_reply`): when the page goes away
-        (a reload, a closed tab) this stops drawing, and the reply is still finished and stored,
-        as are the messages waiting after it."""
+    ) -> AsyncIterator[tuple[Any, ...]]:
+        """Put the message in the tab's line and draw its reply as it is made. The reply is made
+        on a thread of its own (:meth:`WebSession.reply`), and this only follows it, holding no
+        thread and no slot of Gradio's queue while it waits: when the page goes away (a reload,
+        a closed tab) the reply is still finished and stored, as are the messages after it."""
         tab = self._tab(request)
-        try:
-            ticket = tab.enqueue(message if isinstance(message, str) else "", shown=shown)
-        except LineFullError:
-            self._warn(self._t(request).line_full, request)
-            yield self._render_tab(request), gr.update()
-            return
         text = (
             message
             if shown and isinstance(message, str)
@@ -474,16 +488,23 @@ class WebApp:
             if session.turns
             else ""
         )
-        job = tab.start_reply(ticket, start, self.slots, done, (text, session, 0 if shown else 1))
         try:
-            yield self._render_tab(request), ""
-            seen = tab.wait_change(-1, 0)
-            while not job.done.is_set():
-                seen = tab.wait_change(seen, FOLLOW_SECONDS)
-                if not job.done.is_set():
-                    yield self._render_tab(request), gr.update()
-        except GeneratorExit:  # the page went away: the reply goes on without it
+            job = tab.reply(
+                text, start, self.pool, shown=shown, conversation=(session, 0 if shown else 1), done=done
+            )
+        except LineFullError:
+            tab.refused(text)
+            self._warn(self._t(request).line_full, request)
+            yield self._render_tab(request), gr.update()
             return
+        yield self._render_tab(request), ""
+        seen = tab.changes()
+        while not job.done.is_set():
+            await asyncio.sleep(FOLLOW_SECONDS)
+            now = tab.changes()
+            if now != seen and not job.done.is_set():
+                seen = now
+                yield self._render_tab(request), gr.update()
         if job.ended:
             self._warn(self._t(request).session_ended, request)
         elif job.refused is not None:
@@ -500,17 +521,20 @@ class WebApp:
             self._info(t.memory_updated + reinforced, request)
         yield self._render_tab(request), gr.update()
 
-    def follow(self, request: gr.Request) -> Iterator[Any]:
+    async def follow(self, request: gr.Request) -> AsyncIterator[Any]:
         """After a page load: draw the replies still being made for this tab (a reload while a
         reply streamed, see :meth:`SessionRegistry.adopt`) until its line is empty."""
         tab = self._tab(request)
-        seen = -1
+        seen = tab.changes()
+        drawn = False
         while tab.busy():
-            seen = tab.wait_change(seen, FOLLOW_SECONDS)
-            yield self._render_tab(request)
-        yield self._render_tab(request) if seen >= 0 else gr.update()
+            await asyncio.sleep(FOLLOW_SECONDS)
+            if tab.changes() != seen:
+                seen, drawn = tab.changes(), True
+                yield self._render_tab(request)
+        yield self._render_tab(request) if drawn else gr.update()
 
-    def send(
+    async def send(
         self,
         message: str,
         name: str,
@@ -519,12 +543,12 @@ class WebApp:
         max_new_tokens: float,
         top_k: float,
         request: gr.Request,
-    ) -> Iterator[tuple[Any, ...]]:
+    ) -> AsyncIterator[tuple[Any, ...]]:
         try:
-            if self._switching(name, request):
-                raise Refused(self._t(request).wait_to_switch)
             session = self._session(name, request)
             settings = self._settings(temperature, top_p, max_new_tokens, top_k, self.engine.settings)
+            if isinstance(message, str) and len(message) > MAX_TEXT:  # refused now, not at its turn
+                raise Refused(f"the message is {len(message):,} characters; the limit is {MAX_TEXT:,}")
         except Refused as e:
             self._warn(str(e), request)
             yield gr.update(), gr.update()  # the message stays in the box
@@ -536,9 +560,10 @@ class WebApp:
         if tab.repeated(message):  # a double click: the first click's event answers it
             yield self._render_tab(request), gr.update()
             return
-        yield from self._reply(
+        async for out in self._reply(
             request, session, lambda: self.engine.stream(session, message, settings), message
-        )
+        ):
+            yield out
 
     def _switching(self, name: str | None, request: gr.Request | None) -> bool:
         """Whether ``name`` is another user than the one this tab's reply is being made for
@@ -563,11 +588,12 @@ class WebApp:
         except Refused:
             return gr.update(), gr.update()
         t, session = self._t(request), self._current(request)
+        kept = gr.update() if self._tab(request).temporary else user  # a temporary chat keeps nothing
         if session is not None and session.user.strip() == user.strip():
-            return self._welcome(session, t), user
-        return self._greeting(user, self.engine.bank.has_user(user), t), user
+            return self._welcome(session, t), kept
+        return self._greeting(user, self.engine.bank.has_user(user), t), kept
 
-    def regenerate(
+    async def regenerate(
         self,
         name: str,
         temperature: float,
@@ -575,7 +601,7 @@ class WebApp:
         max_new_tokens: float,
         top_k: float,
         request: gr.Request,
-    ) -> Iterator[tuple[Any, ...]]:
+    ) -> AsyncIterator[tuple[Any, ...]]:
         try:
             session = self._session(name, request)
             settings = self._settings(temperature, top_p, max_new_tokens, top_k, self.engine.settings)
@@ -595,9 +621,10 @@ class WebApp:
             if redone and not any(t.memory_id == redone for t in session.turns):  # replaced in the store
                 self._drop_everywhere(session.user, redone)
 
-        yield from self._reply(
+        async for out in self._reply(
             request, session, lambda: self.engine.regenerate(session, settings), shown=False, done=dropped
-        )
+        ):
+            yield out
 
     def _sessions_of(self, user: str) -> list[Session]:
         """The conversation of every open tab of ``user``."""
@@ -725,6 +752,9 @@ class WebApp:
         if not confirmed:
             self._warn(self._t(request).forget_unconfirmed, request)
             return keep
+        if self._switching(name, request):  # the tab's reply is another user's: it stays on screen
+            self._warn(self._t(request).wait_to_switch, request)
+            return keep
         tabs = [t for t in self.sessions.of_user(user) if t.session is not None]
         for tab in tabs:  # stop replies of every tab of the user, and let them finish storing
             assert tab.session is not None
@@ -758,7 +788,9 @@ class WebApp:
         """The Blocks app (not launched). Components whose text follows the language switch
         join ``self.i18n`` where they are made."""
         t, s, tr = self.texts, self.engine.settings, self.i18n
-        chat_limit: dict[str, Any] = {"concurrency_limit": self.concurrency, "concurrency_id": "reply"}
+        # A reply's handler only follows it (the pool bounds the replies themselves): none waits
+        # in Gradio's queue behind another tab's, where a reload would drop it unseen.
+        chat_limit: dict[str, Any] = {"concurrency_limit": None}
         with gr.Blocks(title="SiliconFriend", analytics_enabled=False) as demo:
             remembered = gr.BrowserState("", storage_key="siliconfriend-name")
             with gr.Row():
@@ -877,7 +909,12 @@ class WebApp:
                 **chat_limit,
             )
             gr.on(
-                [send.click, message.submit], self.keep_name, [name], [status, remembered], queue=False, **quiet
+                [send.click, message.submit],
+                self.keep_name,
+                [name],
+                [status, remembered],
+                queue=False,
+                **quiet,
             )
             stop.click(self.stop, None, None, queue=False)
             gr.on([new.click, chatbot.clear], self.new_conversation, None, [chatbot])

@@ -37,10 +37,35 @@ logger = logging.getLogger(__name__)
 REPEAT_SECONDS = 1.5
 #: Messages one tab may have waiting for a reply; one more is refused (each waits on a thread).
 MAX_WAITING = 16
+#: Replies being made or waiting, all tabs together (each holds a thread; a client can open any
+#: number of tabs): one more is refused until some are done.
+MAX_PENDING = 64
 
 
 class LineFullError(Exception):
-    """A tab already has :data:`MAX_WAITING` messages waiting for a reply."""
+    """A tab already has :data:`MAX_WAITING` messages waiting, or the app :data:`MAX_PENDING`."""
+
+
+class ReplyPool:
+    """What bounds the replies of every tab: ``concurrency`` made at once (the model's work),
+    ``pending`` made or waiting (threads)."""
+
+    def __init__(self, concurrency: int, pending: int = MAX_PENDING) -> None:
+        self.slots = threading.BoundedSemaphore(max(1, concurrency))
+        self.pending = pending
+        self._count = 0
+        self._lock = threading.Lock()
+
+    def enter(self) -> None:
+        """Count one more reply; raises :class:`LineFullError` when ``pending`` are."""
+        with self._lock:
+            if self._count >= self.pending:
+                raise LineFullError(f"{self.pending} replies are already being made or waiting")
+            self._count += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self._count -= 1
 
 
 @dataclasses.dataclass
@@ -85,6 +110,13 @@ class WebSession:
             last, self._last_sent = self._last_sent, (message, now)
             return last is not None and last[0] == message and now - last[1] < within
 
+    def refused(self, message: str) -> None:
+        """``message`` was not sent after all (the line was full): sending it again at once is
+        not a double click."""
+        with self._cond:
+            if self._last_sent is not None and self._last_sent[0] == message:
+                self._last_sent = None
+
     def enqueue(self, message: str, *, shown: bool = True) -> int:
         """Put ``message`` in line (shown as queued unless ``shown`` is False); returns its
         ticket for :meth:`turn`. Raises :class:`LineFullError` when :data:`MAX_WAITING`
@@ -98,28 +130,36 @@ class WebSession:
                 self.waiting.append((ticket, message))
             return ticket
 
-    def start_reply(
+    def reply(
         self,
-        ticket: int,
+        message: str,
         start: Callable[[], Iterable[Any]],
-        slots: threading.Semaphore | None = None,
+        pool: ReplyPool,
+        *,
+        shown: bool = True,
+        conversation: tuple[Session, int] | None = None,
         done: Callable[[], None] | None = None,
-        shown: tuple[str, Session, int] | None = None,
     ) -> ReplyJob:
-        """Make the reply of ``ticket`` on a thread of its own, once every message before it is
-        answered: ``start()`` gives the reply's pieces, each of which wakes :meth:`wait_change`.
-        ``slots`` bounds the replies made at once across tabs; ``done`` runs after the reply
-        (even a refused one), on its thread. ``shown``: the message, its conversation and how
-        many turns that conversation loses first (1 for a regenerate): until the reply's turn
-        joins the conversation, :meth:`preparing` gives the message. Whatever happens to the
-        request that asked for it, the reply is finished and stored."""
+        """Put ``message`` in line (shown as queued unless ``shown`` is False) and make its reply
+        on a thread of its own once every message before it is answered: ``start()`` gives the
+        reply's pieces, each of which moves :meth:`changes` on. ``pool`` bounds the replies of
+        all tabs; ``done`` runs after the reply (even a refused one), on its thread.
+        ``conversation``: the session the reply joins and how many turns it loses first (1 for
+        a regenerate): until the reply's turn is in it, :meth:`preparing` gives the message.
+        Whatever happens to the request that asked for it, the reply is finished and stored.
+        Raises :class:`LineFullError` when the tab's line or the pool is full."""
+        pool.enter()
+        try:
+            ticket = self.enqueue(message, shown=shown)
+        except LineFullError:
+            pool.leave()
+            raise
         job = ReplyJob()
+        preparing = (message, *conversation) if conversation is not None else None
 
         def work() -> None:
             try:
-                with self.turn(ticket, shown):
-                    if slots is not None:
-                        slots.acquire()
+                with self.turn(ticket, preparing), pool.slots:
                     try:
                         for _ in start():
                             self.changed()
@@ -129,12 +169,10 @@ class WebSession:
                         job.refused = str(e)
                     except Exception:  # a bug: the chat goes on, the log has the trace
                         logger.exception("a reply failed")
-                    finally:
-                        if slots is not None:
-                            slots.release()
                 if done is not None:
                     done()
             finally:
+                pool.leave()
                 job.done.set()
                 self.changed()
 
@@ -142,16 +180,15 @@ class WebSession:
         return job
 
     def changed(self) -> None:
-        """Wake everyone following this tab's replies (:meth:`wait_change`)."""
+        """A reply of this tab moved on (:meth:`changes`)."""
         with self._cond:
             self._changes += 1
             self._cond.notify_all()
 
-    def wait_change(self, seen: int, timeout: float) -> int:
-        """Wait until a reply of this tab moved on since ``seen`` (a value this returned before;
-        -1 the first time), at most ``timeout`` seconds; returns the new value."""
+    def changes(self) -> int:
+        """A counter that moves whenever a reply of this tab moves on (a page following the
+        replies redraws when it changed)."""
         with self._cond:
-            self._cond.wait_for(lambda: self._changes != seen, timeout)
             return self._changes
 
     @contextmanager
@@ -203,6 +240,9 @@ class SessionRegistry:
         )
         #: Closed tabs whose replies are still being made, with their login.
         self._orphans: list[tuple[str | None, WebSession]] = []
+        #: Keys of closed tabs (the newest): a closed page's late events (its load can come
+        #: after its unload, on two quick reloads) get a tab of their own that is never kept.
+        self._closed: collections.OrderedDict[tuple[str | None, str | None], None] = collections.OrderedDict()
         self._lock = threading.Lock()
 
     @staticmethod
@@ -214,6 +254,8 @@ class SessionRegistry:
     def get(self, request: Any) -> WebSession:
         key = self.key(request)
         with self._lock:
+            if key in self._closed:
+                return WebSession()
             item = self._items.get(key)
             if item is None:
                 item = self._items[key] = WebSession()
@@ -234,6 +276,9 @@ class SessionRegistry:
             self._orphans = [(login, w) for login, w in self._orphans if w.busy()]
             if item is not None and item.busy():
                 self._orphans.append((key[0], item))
+            self._closed[key] = None
+            while len(self._closed) > self.capacity:
+                self._closed.popitem(last=False)
 
     def adopt(self, request: Any, user: str) -> WebSession | None:
         """The closed tab of ``user`` (and the same login) whose replies are still being made,
@@ -244,8 +289,8 @@ class SessionRegistry:
         with self._lock:
             self._orphans = [(login, w) for login, w in self._orphans if w.busy()]
             page = self._items.get(key)
-            if page is not None and page.temporary:  # the new page chats without memory
-                return None
+            if key in self._closed or (page is not None and page.temporary):  # a closed page, or
+                return None  # one that chats without memory
             for i, (login, item) in enumerate(self._orphans):
                 session = item.session
                 if item.temporary or login != key[0] or session is None:

@@ -22,7 +22,7 @@ from silicon_friend.memories import export_user, memory_rows
 from silicon_friend.models import prepare_model
 from silicon_friend.web.app import WebApp
 from tests.conftest import FixedClock
-from tests.silicon_friend.fakes import EchoChatModel
+from tests.silicon_friend.fakes import EchoChatModel, steps
 from tests.summaries.conftest import ScriptedChatModel
 
 SECRET = "ZEBRACODE"
@@ -189,7 +189,7 @@ def test_silicon_friend_delete_memory_and_forget_me(tmp_path) -> None:  # type: 
     app = WebApp(friend)
     req = gr.Request(session_hash="tab")
     app.remember("Ann", req)
-    for _ in app.send(f"Another secret: {SECRET} again.", "Ann", 0.7, 0.9, 64, 2, req):
+    for _ in steps(app.send(f"Another secret: {SECRET} again.", "Ann", 0.7, 0.9, 64, 2, req)):
         pass
     session = app.sessions.get(req).session
     said = session.turns[-1].memory_id

@@ -21,7 +21,7 @@ from silicon_friend.engine import ChatSettings, SiliconFriend
 from silicon_friend.models import prepare_model
 from silicon_friend.web.app import WebApp
 from tests.conftest import FixedClock
-from tests.silicon_friend.fakes import EchoChatModel
+from tests.silicon_friend.fakes import EchoChatModel, steps
 
 # Distinct names (no two differ only by case or spaces), each with a marker word only its memories hold.
 USERS = ["Ann", "Bob", "Chen Wei", "李雷", "o'neil"]
@@ -183,7 +183,7 @@ def test_every_entry_point_without_a_user_refuses(tmp_path, capsys, nobody) -> N
         list(friend.stream(None, "secret"))  # type: ignore[arg-type]
     app = WebApp(friend)
     with pytest.warns(UserWarning):  # refused with a toast
-        list(app.send("secret", nobody, 0.7, 0.9, 64, 2, gr.Request()))  # type: ignore[arg-type]
+        list(steps(app.send("secret", nobody, 0.7, 0.9, 64, 2, gr.Request())))  # type: ignore[arg-type]
     with pytest.warns(UserWarning):
         assert app.export(nobody, gr.Request()) == gr.update()  # type: ignore[arg-type]
     authed = WebApp(friend, auth=True)

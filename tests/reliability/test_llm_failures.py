@@ -14,7 +14,7 @@ from silicon_friend.engine import ChatSettings, SiliconFriend
 from silicon_friend.models import prepare_model
 from silicon_friend.web.app import WebApp
 from tests.conftest import FixedClock
-from tests.silicon_friend.fakes import EchoChatModel
+from tests.silicon_friend.fakes import EchoChatModel, steps
 from tests.summaries.conftest import ScriptedChatModel, add_days
 
 FAILURES = {
@@ -78,7 +78,7 @@ def test_web_handler_shows_the_failure_and_keeps_the_message(bank, failure) -> N
     app = WebApp(_friend(bank, model))
     try:
         with pytest.warns(UserWarning):  # gr.Warning outside a request
-            outputs = list(app.send("Remember my cat Miso.", "Ann", 0.7, 0.9, 32, 2, gr.Request()))
+            outputs = list(steps(app.send("Remember my cat Miso.", "Ann", 0.7, 0.9, 32, 2, gr.Request())))
     finally:
         model.release()
     chatbot, _ = outputs[-1]

@@ -22,7 +22,7 @@ from silicon_friend.engine import SiliconFriend
 from silicon_friend.models import prepare_model
 from silicon_friend.web.app import WebApp, build_app
 from tests.conftest import FixedClock
-from tests.silicon_friend.fakes import EchoChatModel
+from tests.silicon_friend.fakes import EchoChatModel, steps
 
 ROOT = Path(__file__).resolve().parents[2]
 DB = "memorybank.sqlite3"
@@ -223,7 +223,7 @@ def test_with_login_each_user_only_ever_opens_their_own_memories(engine) -> None
     # The name box says Bob, but the login is Ann: everything happens as Ann.
     _status, _, name, _kept = app.remember("Bob", ann)
     assert app.sessions.get(ann).session.user == "Ann" and name == "Ann"
-    for _ in app.send("Ann's note ANNSAFE", "Bob", 0.7, 0.9, 64, 5, ann):
+    for _ in steps(app.send("Ann's note ANNSAFE", "Bob", 0.7, 0.9, 64, 5, ann)):
         pass
     assert [m.query for m in bank.history("Ann")] == ["Ann's note ANNSAFE"]
     assert [m.query for m in bank.history("Bob")] == ["Bob's secret BOBSAFE"]
@@ -243,7 +243,7 @@ def test_with_login_each_user_only_ever_opens_their_own_memories(engine) -> None
     assert not bank.has_user("Ann") and bank.history("Bob")
     # The prompt Ann's chat builds never holds Bob's memory.
     model = engine.model.chat_model
-    for _ in app.send("BOBSAFE secret?", "Bob", 0.7, 0.9, 64, 5, ann):
+    for _ in steps(app.send("BOBSAFE secret?", "Bob", 0.7, 0.9, 64, 5, ann)):
         pass
     prompt = " ".join(str(m.content) for m in model.calls[-1]["messages"][:-1])
     assert "BOBSAFE" not in prompt

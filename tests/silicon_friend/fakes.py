@@ -1,7 +1,9 @@
-"""Fake chat models for fast tests: an echo model that streams word by word and can fail on demand."""
+"""Fake chat models for fast tests (an echo model that streams word by word and can fail on demand),
+and a driver for the web app's async handlers."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterator
@@ -76,3 +78,27 @@ class EchoChatModel(BaseChatModel):
             if self.delay:
                 time.sleep(self.delay)
             yield ChatGenerationChunk(message=AIMessageChunk(content=word))
+
+
+class steps:
+    """Drive one of the web app's async generator handlers from plain test code, as Gradio
+    does: ``next()``, ``list()``, ``for``, ``close()`` (the page going away), on a loop of its own."""
+
+    def __init__(self, agen: Any) -> None:
+        self.agen = agen
+        self.loop = asyncio.new_event_loop()
+
+    def __iter__(self) -> steps:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            return self.loop.run_until_complete(self.agen.__anext__())
+        except StopAsyncIteration:
+            self.loop.close()
+            raise StopIteration from None
+
+    def close(self) -> None:
+        if not self.loop.is_closed():
+            self.loop.run_until_complete(self.agen.aclose())
+            self.loop.close()

@@ -16,7 +16,7 @@ from silicon_friend.memory_view import MemoryFilter, fade_reason, filtered, know
 from silicon_friend.models import prepare_model
 from silicon_friend.web.app import WebApp
 from silicon_friend.web.texts import memory_texts
-from tests.silicon_friend.fakes import EchoChatModel
+from tests.silicon_friend.fakes import EchoChatModel, steps
 
 FORM = ("", "all", "all", "", "", 1)
 ANN, BOB = gr.Request(session_hash="ann-tab"), gr.Request(session_hash="bob-tab")
@@ -286,7 +286,7 @@ def test_an_edit_or_delete_reaches_every_open_chat_of_the_user(forgetting_bank) 
     of the same user still sent the deleted turn to the model."""
     app = make_app(forgetting_bank)
     other = gr.Request(session_hash="ann-second-tab")
-    list(app.send("My PIN is 4711.", "Ann", 0.7, 0.9, 256, 40, ANN))
+    list(steps(app.send("My PIN is 4711.", "Ann", 0.7, 0.9, 256, 40, ANN)))
     app.remember("Ann", other)  # the same user in a second tab: the turn resumed there
     assert [t.query for t in app.sessions.get(other).session.turns] == ["My PIN is 4711."]
     app.memory_tab.memories("Ann", "", *FORM, ANN)
@@ -297,7 +297,7 @@ def test_an_edit_or_delete_reaches_every_open_chat_of_the_user(forgetting_bank) 
         session = app.sessions.get(request).session
         assert [(t.query, t.response) for t in session.turns] == [("My PIN is secret.", "")]
         assert "4711" not in str([m["content"] for m in app._render_tab(request)])
-    list(app.regenerate("Ann", 0.7, 0.9, 256, 40, ANN))
+    list(steps(app.regenerate("Ann", 0.7, 0.9, 256, 40, ANN)))
     assert [m.query for m in forgetting_bank.history("Ann")] == ["My PIN is secret."]  # not undone
     assert app.sessions.get(other).session.turns == []  # the turn Regenerate replaced left it too
     app.remember("Ann", other)

@@ -12,7 +12,7 @@ import pytest
 
 from memory_bank.errors import InvalidInputError
 from silicon_friend.web.app import WebApp, message_text, normalise_history
-from tests.silicon_friend.fakes import EchoChatModel
+from tests.silicon_friend.fakes import EchoChatModel, steps
 
 SLIDERS = (0.7, 0.9, 64, 2)
 ANON = gr.Request(session_hash="tab1")
@@ -20,7 +20,7 @@ ANON = gr.Request(session_hash="tab1")
 
 def send(app: WebApp, message: str, name: str = "Emily", request=ANON):  # type: ignore[no-untyped-def]
     """Run the send handler to the end; return the final (chatbot, textbox) outputs."""
-    outputs = list(app.send(message, name, *SLIDERS, request))
+    outputs = list(steps(app.send(message, name, *SLIDERS, request)))
     assert outputs[0][1] == ""  # the textbox is cleared at once
     return outputs[-1]
 
@@ -70,7 +70,7 @@ def test_remember_me_then_two_messages(engine) -> None:  # type: ignore[no-untyp
 
 def test_streaming_yields_partial_replies(make_engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
-    outputs = list(app.send("one two three", "Emily", *SLIDERS, ANON))
+    outputs = list(steps(app.send("one two three", "Emily", *SLIDERS, ANON)))
     # The message is on screen in every frame: queued, then "…" while its reply is prepared.
     assert all(said(o[0])[-2] == {"role": "user", "content": "one two three"} for o in outputs)
     replies = [said(o[0])[-1]["content"] for o in outputs]
@@ -86,7 +86,7 @@ def test_sending_without_a_name_warns_without_blocking_the_page(engine) -> None:
     app = WebApp(engine)
     for name, why in (("", "enter your name"), ("bad\x07name", "control")):
         with pytest.warns(UserWarning, match=why):  # a toast (gr.Warning), not an error overlay
-            outputs = list(app.send("hi", name, *SLIDERS, ANON))
+            outputs = list(steps(app.send("hi", name, *SLIDERS, ANON)))
         assert all(o == (gr.update(), gr.update()) for o in outputs)  # the message stays in the box
     assert engine.bank.users() == []
 
@@ -115,7 +115,7 @@ def test_regenerate_remove_new_conversation(make_engine) -> None:  # type: ignor
     send(app, "first")
     send(app, "second")
     model.prefix = "Again:"
-    *_, (chatbot, _) = app.regenerate("Emily", *SLIDERS, ANON)
+    *_, (chatbot, _) = steps(app.regenerate("Emily", *SLIDERS, ANON))
     assert said(chatbot)[-1]["content"] == "Again: second" and len(app.engine.bank.history("Emily")) == 2
     assert [m["content"] for m in said(app.remove_last(ANON))] == ["first", "Echo: first"]
     assert app.new_conversation(ANON) == [] and session_of(app).turns == []
@@ -125,7 +125,7 @@ def test_regenerate_remove_new_conversation(make_engine) -> None:  # type: ignor
 def test_stop_button_stops_the_reply(make_engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(make_engine(EchoChatModel(delay=0.05)))
     app.remember("Emily", ANON)
-    stream = app.send("a b c d e f g h i j k l", "Emily", *SLIDERS, ANON)
+    stream = steps(app.send("a b c d e f g h i j k l", "Emily", *SLIDERS, ANON))
     next(stream), next(stream), next(stream)
     app.stop(ANON)
     *_, (chatbot, _) = stream
@@ -134,11 +134,11 @@ def test_stop_button_stops_the_reply(make_engine) -> None:  # type: ignore[no-un
 
 def test_a_message_sent_while_a_reply_streams_waits_its_turn(make_engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(make_engine(EchoChatModel(delay=0.02)))
-    first = app.send("one two three four five six", "Emily", *SLIDERS, ANON)
+    first = steps(app.send("one two three four five six", "Emily", *SLIDERS, ANON))
     next(first), next(first), next(first)  # the first reply is streaming
     results: list[object] = []
     second = threading.Thread(
-        target=lambda: results.append(list(app.send("and me?", "Emily", *SLIDERS, ANON)))
+        target=lambda: results.append(list(steps(app.send("and me?", "Emily", *SLIDERS, ANON))))
     )
     second.start()
     import time
@@ -300,7 +300,7 @@ def test_a_refused_message_is_given_back(engine, monkeypatch) -> None:  # type: 
     monkeypatch.setattr(engine_module, "MAX_TEXT", 10)
     app = WebApp(engine)
     with pytest.warns(UserWarning, match="limit is 10"):
-        outputs = list(app.send("far too long a message", "Emily", *SLIDERS, ANON))
+        outputs = list(steps(app.send("far too long a message", "Emily", *SLIDERS, ANON)))
     assert outputs[-1] == ([], "far too long a message") and not engine.bank.users()  # back in the box
 
 
@@ -308,9 +308,9 @@ def test_a_message_too_long_for_the_model_is_given_back(make_engine) -> None:  #
     app = WebApp(make_engine(context_tokens=300))
     long = "I like tea. " * 600
     with pytest.warns(UserWarning, match="send a shorter message"):
-        outputs = list(app.send(long, "Emily", *SLIDERS, ANON))
+        outputs = list(steps(app.send(long, "Emily", *SLIDERS, ANON)))
     assert outputs[-1] == ([], long) and not app.engine.bank.users()  # back in the box, nothing stored
-    chat = list(app.send("I like tea.", "Emily", *SLIDERS, ANON))[-1][0]
+    chat = list(steps(app.send("I like tea.", "Emily", *SLIDERS, ANON)))[-1][0]
     assert [m["content"] for m in chat[:2]] == ["I like tea.", "Echo: I like tea."]  # the chat goes on
 
 
@@ -398,10 +398,10 @@ def test_a_double_click_on_send_is_one_message(engine, monkeypatch) -> None:  # 
     import silicon_friend.web.sessions as sessions_module
 
     app = WebApp(engine)
-    first = app.send("I got the job!", "Emily", *SLIDERS, ANON)
+    first = steps(app.send("I got the job!", "Emily", *SLIDERS, ANON))
     next(first)  # the first click: in line
     # The second click of the double click (on a thread: were it a message, it would wait its turn).
-    second = threading.Thread(target=lambda: list(app.send("I got the job!", "Emily", *SLIDERS, ANON)))
+    second = threading.Thread(target=lambda: list(steps(app.send("I got the job!", "Emily", *SLIDERS, ANON))))
     second.start()
     list(first)
     second.join(10)
@@ -416,7 +416,7 @@ def test_a_message_that_shows_nothing_is_not_sent(engine) -> None:  # type: igno
     stored and answered as a turn."""
     app = WebApp(engine)
     for invisible in ("\u200b", " \u200b\u2060 ", "\u00a0"):
-        list(app.send(invisible, "Emily", *SLIDERS, ANON))
+        list(steps(app.send(invisible, "Emily", *SLIDERS, ANON)))
     assert not engine.bank.has_user("Emily") or not engine.bank.history("Emily")
     with pytest.raises(InvalidInputError, match="empty"):
         list(engine.stream(session_of(app), "\u200b"))

@@ -17,7 +17,7 @@ from silicon_friend.models import prepare_model
 from silicon_friend.web.app import WebApp
 from silicon_friend.web.i18n import Translations
 from silicon_friend.web.texts import UI, UITexts
-from tests.silicon_friend.fakes import EchoChatModel
+from tests.silicon_friend.fakes import EchoChatModel, steps
 
 SLIDERS = (0.7, 0.9, 64, 2)
 ANON = gr.Request(session_hash="tab1")
@@ -35,7 +35,7 @@ def seed(app: WebApp) -> None:
 def test_each_reply_shows_the_memories_it_used_collapsed(make_engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
     seed(app)
-    outputs = list(app.send("Do you remember my cat Miso?", "Emily", 0.7, 0.9, 64, 1, ANON))
+    outputs = list(steps(app.send("Do you remember my cat Miso?", "Emily", 0.7, 0.9, 64, 1, ANON)))
     chatbot = outputs[-1][0]
     (note,) = notes(chatbot)
     assert chatbot.index(note) == len(chatbot) - 1  # right under the reply
@@ -51,7 +51,7 @@ def test_each_reply_shows_the_memories_it_used_collapsed(make_engine) -> None:  
 
 def test_a_reply_without_memories_still_says_it_was_stored(engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(engine)
-    chatbot = list(app.send("Hello there", "Emily", *SLIDERS, ANON))[-1][0]
+    chatbot = list(steps(app.send("Hello there", "Emily", *SLIDERS, ANON)))[-1][0]
     (note,) = notes(chatbot)
     assert note["metadata"]["title"] == "🧠 No memories used"
     assert note["metadata"]["log"] == "✓ memory updated: this turn was stored"
@@ -62,12 +62,12 @@ def test_temporary_chat_reads_and_writes_nothing_and_is_shown(engine) -> None:  
     seed(app)
     banner = app.set_temporary(True, ANON)
     assert banner["visible"] is True and "Temporary chat" in banner["value"]
-    chatbot = list(app.send("Do you remember my cat Miso?", "Emily", *SLIDERS, ANON))[-1][0]
+    chatbot = list(steps(app.send("Do you remember my cat Miso?", "Emily", *SLIDERS, ANON)))[-1][0]
     (note,) = notes(chatbot)
     assert note["metadata"]["title"] == "🕶 temporary chat: nothing read or stored"
     assert len(app.engine.bank.history("Emily")) == 2
     assert app.set_temporary(False, ANON)["visible"] is False
-    list(app.send("now remember this", "Emily", *SLIDERS, ANON))
+    list(steps(app.send("now remember this", "Emily", *SLIDERS, ANON)))
     assert len(app.engine.bank.history("Emily")) == 3
 
 
@@ -75,7 +75,7 @@ def test_the_language_switch_relabels_every_registered_component(engine) -> None
     app = WebApp(engine)
     app.build()
     zh = UI["zh"]
-    list(app.send("Hello there", "Emily", *SLIDERS, ANON))
+    list(steps(app.send("Hello there", "Emily", *SLIDERS, ANON)))
     *updates, chat, status = app.set_language("zh", ANON)
     assert len(updates) == len(app.i18n.components) >= 20
     shown = {v for u in updates for k, v in u.items() if k != "__type__" and isinstance(v, str)}
@@ -95,10 +95,10 @@ def test_the_language_switch_relabels_every_registered_component(engine) -> None
     assert chat["label"] == zh.title and notes(chat["value"])[0]["metadata"]["title"] == "🧠 没有用到记忆"
     assert "欢迎" in status
     with pytest.warns(UserWarning, match="请先输入你的名字"):  # toasts follow the tab's language
-        list(app.send("hi", "", *SLIDERS, gr.Request(session_hash="tab1")))
+        list(steps(app.send("hi", "", *SLIDERS, gr.Request(session_hash="tab1"))))
     other = gr.Request(session_hash="tab2")  # another tab keeps its own language
     with pytest.warns(UserWarning, match="Please enter your name"):
-        list(app.send("hi", "", *SLIDERS, other))
+        list(steps(app.send("hi", "", *SLIDERS, other)))
 
 
 def test_every_ui_text_exists_in_both_languages() -> None:
@@ -135,7 +135,7 @@ def test_the_header_says_which_model_answers(bank) -> None:  # type: ignore[no-u
 def test_a_reload_shows_the_recent_conversation(engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(engine)
     for i in range(9):
-        list(app.send(f"message {i}", "Emily", *SLIDERS, ANON))
+        list(steps(app.send(f"message {i}", "Emily", *SLIDERS, ANON)))
     reloaded = gr.Request(session_hash="after-reload")
     name, status, chatbot = app.on_load("Emily", reloaded)
     said = [m["content"] for m in chatbot if "metadata" not in m]
@@ -148,7 +148,7 @@ def test_a_reload_shows_the_recent_conversation(engine) -> None:  # type: ignore
 
 def test_a_message_waiting_when_forget_me_comes_is_not_stored(make_engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(make_engine(EchoChatModel(delay=0.05)))
-    first = app.send("one two three four five six seven", "Emily", *SLIDERS, ANON)
+    first = steps(app.send("one two three four five six seven", "Emily", *SLIDERS, ANON))
     next(first), next(first), next(first)  # streaming
     results: list[object] = []
     caught: list[warnings.WarningMessage] = []
@@ -156,7 +156,7 @@ def test_a_message_waiting_when_forget_me_comes_is_not_stored(make_engine) -> No
     def later() -> None:
         with warnings.catch_warnings(record=True) as got:
             warnings.simplefilter("always")
-            results.append(list(app.send("my secret", "Emily", *SLIDERS, ANON)))
+            results.append(list(steps(app.send("my secret", "Emily", *SLIDERS, ANON))))
         caught.extend(got)
 
     second = threading.Thread(target=later)
@@ -201,9 +201,9 @@ def test_warm_up_loads_the_encoder_before_the_first_login(engine) -> None:  # ty
 
 def test_a_closed_tab_still_finishes_its_reply_and_answers_its_waiting_message(make_engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
-    first = app.send("one two three four five six seven", "Emily", *SLIDERS, ANON)
+    first = steps(app.send("one two three four five six seven", "Emily", *SLIDERS, ANON))
     next(first), next(first), next(first)  # streaming
-    second = app.send("still there?", "Emily", *SLIDERS, ANON)
+    second = steps(app.send("still there?", "Emily", *SLIDERS, ANON))
     next(second)  # shown as queued
     assert "still there?" in app.sessions.get(ANON).queued()
     first.close(), second.close()  # the page goes away (Gradio closes its handlers)
@@ -224,9 +224,9 @@ def test_a_reload_mid_reply_shows_the_reply_going_on_and_its_waiting_message(mak
     model = EchoChatModel(mode="slow", delay=0.05)
     app = WebApp(make_engine(model))
     app.remember("Emily", ANON)
-    first = app.send("one two three four five six seven eight", "Emily", *SLIDERS, ANON)
+    first = steps(app.send("one two three four five six seven eight", "Emily", *SLIDERS, ANON))
     next(first), next(first), next(first)
-    second = app.send("and this one", "Emily", *SLIDERS, ANON)
+    second = steps(app.send("and this one", "Emily", *SLIDERS, ANON))
     next(second)
     first.close(), second.close()
     app.on_unload(ANON)
@@ -235,7 +235,7 @@ def test_a_reload_mid_reply_shows_the_reply_going_on_and_its_waiting_message(mak
     said = [m["content"] for m in chatbot if "metadata" not in m]
     assert name == "Emily" and said[0] == "one two three four five six seven eight"
     assert said[-2:] == ["and this one", "⏳ Queued: I will answer this after the current reply."]
-    frames = list(app.follow(reloaded))  # the page draws the replies until the line is empty
+    frames = list(steps(app.follow(reloaded)))  # the page draws the replies until the line is empty
     final = [m["content"] for m in frames[-1] if "metadata" not in m]
     assert final == [
         "one two three four five six seven eight",
@@ -250,9 +250,9 @@ def test_a_reload_mid_reply_shows_the_reply_going_on_and_its_waiting_message(mak
 
 def test_forget_me_reaches_the_replies_of_a_closed_tab(make_engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
-    first = app.send("one two three four five six seven", "Emily", *SLIDERS, ANON)
+    first = steps(app.send("one two three four five six seven", "Emily", *SLIDERS, ANON))
     next(first), next(first), next(first)
-    second = app.send("my secret", "Emily", *SLIDERS, ANON)
+    second = steps(app.send("my secret", "Emily", *SLIDERS, ANON))
     next(second)
     first.close(), second.close()
     app.on_unload(ANON)
@@ -271,7 +271,7 @@ def test_a_turn_stopped_before_any_text_says_so_after_a_reload(make_engine) -> N
     model = EchoChatModel(mode="hang")
     app = WebApp(make_engine(model))
     app.remember("Emily", ANON)
-    sending = threading.Thread(target=lambda: list(app.send("Are you there?", "Emily", *SLIDERS, ANON)))
+    sending = threading.Thread(target=lambda: list(steps(app.send("Are you there?", "Emily", *SLIDERS, ANON))))
     sending.start()
     while not model.calls:  # the model is asked, and says nothing yet
         time.sleep(0.01)
@@ -293,7 +293,7 @@ def test_sending_keeps_the_name_so_a_reload_without_remember_me_shows_the_chat(e
     app = WebApp(engine)
     status, kept = app.keep_name("Nora", ANON)  # runs beside the send, on the same click
     assert kept == "Nora" and "Welcome, **Nora**" in status
-    list(app.send("hello there", "Nora", *SLIDERS, ANON))
+    list(steps(app.send("hello there", "Nora", *SLIDERS, ANON)))
     _, _, chatbot = app.on_load(kept, gr.Request(session_hash="reloaded"))
     assert next(m["content"] for m in chatbot if "metadata" not in m) == "hello there"
     # typed over without Remember Me: the status line names the user the message goes to
@@ -304,16 +304,16 @@ def test_sending_keeps_the_name_so_a_reload_without_remember_me_shows_the_chat(e
 
 def test_the_name_cannot_change_under_a_reply_being_made(make_engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
-    first = app.send("one two three four five six", "Emily", *SLIDERS, ANON)
+    first = steps(app.send("one two three four five six", "Emily", *SLIDERS, ANON))
     next(first), next(first)
     assert app.keep_name("Nora", ANON) == (gr.update(), gr.update())
     with pytest.warns(UserWarning, match="before changing the name"):
-        outputs = list(app.send("I am Nora", "Nora", *SLIDERS, ANON))
+        outputs = list(steps(app.send("I am Nora", "Nora", *SLIDERS, ANON)))
     assert outputs == [(gr.update(), gr.update())]  # the message stays in the box
     list(first)
     assert app.sessions.get(ANON).session.user == "Emily"  # type: ignore[union-attr]
     assert not app.engine.bank.has_user("Nora")
-    list(app.send("I am Nora", "Nora", *SLIDERS, ANON))  # once the reply is done, it switches
+    list(steps(app.send("I am Nora", "Nora", *SLIDERS, ANON)))  # once the reply is done, it switches
     assert [m.query for m in app.engine.bank.history("Nora")] == ["I am Nora"]
 
 
@@ -322,11 +322,11 @@ def test_a_tab_with_too_many_messages_waiting_refuses_one_more_and_keeps_it(make
 
     model = EchoChatModel(mode="hang")
     app = WebApp(make_engine(model))
-    handlers = [app.send(f"message {i}", "Emily", *SLIDERS, ANON) for i in range(MAX_WAITING)]
+    handlers = [steps(app.send(f"message {i}", "Emily", *SLIDERS, ANON)) for i in range(MAX_WAITING)]
     for h in handlers:
         next(h)
     with pytest.warns(UserWarning, match="Too many messages are waiting"):
-        outputs = list(app.send("one more", "Emily", *SLIDERS, ANON))
+        outputs = list(steps(app.send("one more", "Emily", *SLIDERS, ANON)))
     assert outputs[-1][1] == gr.update()  # not cleared: still in the box
     model.release()
     with warnings.catch_warnings():  # the hanging model, released, says nothing: a warning each
@@ -334,3 +334,70 @@ def test_a_tab_with_too_many_messages_waiting_refuses_one_more_and_keeps_it(make
         for h in handlers:
             list(h)
     assert len(app.engine.bank.history("Emily")) == MAX_WAITING
+
+
+def test_two_quick_reloads_leave_the_reply_to_the_last_page(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """The middle page's unload can come before its load: it must not take the tab over."""
+    app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
+    first = steps(app.send("one two three four five six seven", "Nora", *SLIDERS, ANON))
+    next(first), next(first)
+    first.close()
+    app.on_unload(ANON)
+    middle, last = gr.Request(session_hash="middle"), gr.Request(session_hash="last")
+    app.on_unload(middle)  # gone before it loaded
+    assert app.on_load("Nora", middle) == (gr.update(), "", gr.update())
+    name, _, chatbot = app.on_load("Nora", last)
+    assert name == "Nora" and chatbot[0]["content"] == "one two three four five six seven"
+    final = list(steps(app.follow(last)))[-1]
+    assert [m["content"] for m in final if "metadata" not in m][-1] == "Echo: one two three four five six seven"
+
+
+@pytest.mark.parametrize("how", ["remember", "regenerate", "memories", "forget"])
+def test_no_handler_changes_the_user_under_a_reply_being_made(make_engine, how) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
+    app.engine.bank.add_turn("Nora", "hello", "hi", at="2023-05-01T10:00")
+    first = steps(app.send("one two three four five six seven", "Emily", *SLIDERS, ANON))
+    next(first), next(first)
+    with pytest.warns(UserWarning, match="before changing the name"):
+        if how == "remember":
+            app.remember("Nora", ANON)
+        elif how == "regenerate":
+            list(steps(app.regenerate("Nora", *SLIDERS, ANON)))
+        elif how == "memories":
+            app.memory_tab.by_name["signed_in"]("Nora", "", "", "all", "live", "", "", 1, ANON)
+        else:
+            app.forget_me("Nora", True, ANON)
+    assert app.sessions.get(ANON).session.user == "Emily"  # type: ignore[union-attr]
+    chat = [m["content"] for m in list(first)[-1][0] if "metadata" not in m]
+    assert chat == ["one two three four five six seven", "Echo: one two three four five six seven"]
+    assert app.engine.bank.has_user("Nora")
+
+
+def test_replies_waiting_across_all_tabs_are_bounded(make_engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    model = EchoChatModel(mode="hang")
+    app = WebApp(make_engine(model), concurrency=1)
+    app.pool.pending = 3
+    tabs = [gr.Request(session_hash=f"tab{i}") for i in range(4)]
+    handlers = [steps(app.send(f"message {i}", f"user{i}", *SLIDERS, tabs[i])) for i in range(3)]
+    for h in handlers:
+        next(h)
+    with pytest.warns(UserWarning, match="Too many messages"):
+        outputs = list(steps(app.send("one more", "user3", *SLIDERS, tabs[3])))
+    assert outputs[-1][1] == gr.update()  # still in the box
+    model.release()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for h in handlers:
+            list(h)
+    assert app.pool._count == 0
+    with warnings.catch_warnings():  # the released model says nothing: a warning
+        warnings.simplefilter("ignore")
+        list(steps(app.send("one more", "user3", *SLIDERS, tabs[3])))  # room again
+    assert app.engine.bank.has_user("user3")
+
+
+def test_a_temporary_chat_keeps_no_name_in_the_browser(engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(engine)
+    app.set_temporary(True, ANON)
+    status, kept = app.keep_name("Nora", ANON)
+    assert "Nora" in status and kept == gr.update()

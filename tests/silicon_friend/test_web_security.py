@@ -27,7 +27,7 @@ from silicon_friend.web.downloads import DownloadStore
 from silicon_friend.web.guard import host_policy
 from silicon_friend.web.safe_text import inert_markdown
 from tests.conftest import free_port
-from tests.silicon_friend.fakes import EchoChatModel
+from tests.silicon_friend.fakes import EchoChatModel, steps
 
 SECRET = "my diary code is PLUM-7781"
 
@@ -192,7 +192,7 @@ def test_handlers_never_act_on_another_logins_session(bank, clock) -> None:  # t
     app = WebApp(engine, auth=True)
     alice = gr.Request(username="alice", session_hash="shared")
     bob = gr.Request(username="bob", session_hash="shared")
-    list(app.send(SECRET, "", *SLIDERS, alice))
+    list(steps(app.send(SECRET, "", *SLIDERS, alice)))
     assert app.remove_last(bob) == [] and app.new_conversation(bob) == []
     app.stop(bob)
     assert [m.query for m in bank.history("alice")] == [SECRET]
@@ -214,7 +214,7 @@ def test_the_summary_state_and_what_it_knows_never_reach_another_login(bank, clo
     app = WebApp(engine, auth=True)
     alice = gr.Request(username="alice", session_hash="shared")
     bob = gr.Request(username="bob", session_hash="shared")
-    list(app.send(SECRET, "", *SLIDERS, alice))
+    list(steps(app.send(SECRET, "", *SLIDERS, alice)))
     app.summarize("", alice)
     assert engine.scheduler.wait(10)
     assert app.summary_tick(bob) == (gr.update(),) * 3  # bob's tab shows nothing of alice's
