@@ -32,6 +32,7 @@ handlers at run time.)
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -640,6 +641,23 @@ class WebApp:
         still show it and send it to the model)."""
         for session in self._sessions_of(user):
             session.drop_memory(memory_id)
+
+    def finish(self, timeout: float = 30.0) -> bool:
+        """Before the app stops: stop every reply being made, and each waiting one as it starts,
+        until all are stored (each as far as it got, marked stopped) or ``timeout`` seconds
+        passed; returns whether all were. A message waiting in line is stored too, so none is
+        lost to a shutdown."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            tabs = self.sessions.busy()
+            if not tabs:
+                return True
+            for tab in tabs:
+                if tab.session is not None:
+                    self.engine.stop(tab.session)
+            time.sleep(0.02)
+        logger.warning("stopped waiting for %d replies to be stored", len(self.sessions.busy()))
+        return False
 
     def stop(self, request: gr.Request) -> None:
         session = self._current(request)

@@ -103,5 +103,8 @@ def serve(
     display = f"[{host}]" if ":" in host else host
     print(f"SiliconFriend is running at http://{display}:{demo.server_port}", flush=True)
     if block:
-        demo.block_thread()  # until Ctrl-C; the caller closes the engine and the bank
+        try:
+            demo.block_thread()  # until Ctrl-C; the caller closes the engine and the bank
+        finally:
+            web.finish()  # replies being made or waiting are stored first
     return demo

@@ -304,6 +304,12 @@ class SessionRegistry:
                     return item
         return None
 
+    def busy(self) -> list[WebSession]:
+        """Every tab with a reply being made or waiting, closed ones included."""
+        with self._lock:
+            items = list(self._items.values()) + [w for _, w in self._orphans]
+        return [w for w in items if w.busy()]
+
     def of_user(self, user: str) -> list[WebSession]:
         """Every tab whose conversation is ``user``'s, closed ones still replying included (an
         edit, a deletion or "Forget me" must reach their replies too)."""

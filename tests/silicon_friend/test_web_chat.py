@@ -401,3 +401,18 @@ def test_a_temporary_chat_keeps_no_name_in_the_browser(engine) -> None:  # type:
     app.set_temporary(True, ANON)
     status, kept = app.keep_name("Nora", ANON)
     assert "Nora" in status and kept == gr.update()
+
+
+def test_stopping_the_app_stores_the_reply_being_made_and_the_messages_waiting(make_engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.1)))
+    first = steps(app.send("one two three four five six seven eight nine ten", "Emily", *SLIDERS, ANON))
+    next(first), next(first)
+    waiting = [steps(app.send(f"waiting {i}", "Emily", *SLIDERS, ANON)) for i in range(2)]
+    for w in waiting:
+        next(w)
+    first.close(), [w.close() for w in waiting]  # the server stops: its pages go away
+    assert app.finish(timeout=20)
+    history = app.engine.bank.history("Emily")
+    assert [m.query for m in history] == ["one two three four five six seven eight nine ten", "waiting 0", "waiting 1"]
+    assert all(m.extra.get("stopped") for m in history)  # each as far as it got, marked stopped
+    assert app.finish(timeout=0.1)  # nothing left
