@@ -43,10 +43,11 @@ from memory_bank.records import Memory
 from memory_bank.text import MAX_TEXT, has_visible, validate_user
 from silicon_friend.engine import ChatSettings, Session, SiliconFriend, Turn
 from silicon_friend.memories import export_bytes
+from silicon_friend.memory_view import delete_undoable
 from silicon_friend.web.downloads import DownloadStore
 from silicon_friend.web.i18n import Translations
 from silicon_friend.web.memory_tab import CSS as MEMORY_TAB_CSS
-from silicon_friend.web.memory_tab import MemoryTab
+from silicon_friend.web.memory_tab import UNDO_DEPTH, MemoryTab
 from silicon_friend.web.refusal import Refused
 from silicon_friend.web.safe_text import inert_markdown
 from silicon_friend.web.sessions import LineFullError, ReplyPool, SessionRegistry, WebSession
@@ -671,11 +672,27 @@ class WebApp:
         return self._render_tab(request)
 
     def remove_last(self, request: gr.Request) -> list[dict[str, str]]:
-        session = self._current(request)
-        if session is not None:
-            turn = self.engine.remove_last_turn(session)
-            if turn is not None and turn.memory_id:
-                self._drop_everywhere(session.user, turn.memory_id)
+        """Remove the last turn from the chat and from the memories, undoably: the memory tab's
+        "Undo delete" brings it back (after a reload the last turn shown is one read back from
+        the store, perhaps days old). Not while a reply is being made: the turn would be that one."""
+        session, t = self._current(request), self._t(request)
+        if session is None:
+            return self._render_tab(request)
+        if self._tab(request).busy():
+            self._info(t.wait_for_reply, request)
+            return self._render_tab(request)
+        with session.lock:
+            turn = session.turns.pop() if session.turns else None
+        if turn is not None and turn.memory_id:
+            view = self.memory_tab.views.get(request, session.user)
+            try:
+                deletion = delete_undoable(self.engine.bank, session.user, turn.memory_id)
+            except MemoryBankError as e:  # already forgotten or deleted elsewhere
+                logger.info("turn %s was already gone: %s", turn.memory_id, e)
+            else:
+                view.undo = [*view.undoable(), (time.monotonic(), deletion)][-UNDO_DEPTH:]
+                self._info(t.removed_last, request)
+            self._drop_everywhere(session.user, turn.memory_id)
         return self._render_tab(request)
 
     def summarize(self, name: str, request: gr.Request) -> Any:

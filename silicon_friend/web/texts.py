@@ -252,6 +252,7 @@ class UITexts:
     queued: str
     wait_for_reply: str
     line_full: str
+    removed_last: str
     wait_to_switch: str
     nothing_to_export: str
     export_ready: str
@@ -335,6 +336,7 @@ UI: dict[str, UITexts] = {
         forget_unconfirmed="Tick the box to confirm first.",
         queued="⏳ Queued: I will answer this after the current reply.",
         wait_for_reply="Wait until the current reply is finished.",
+        removed_last="Removed the last turn from the chat and from your memories. To bring it back, click “Undo delete” in My memories (within 10 minutes).",
         line_full="Too many messages are waiting for a reply; send this one when some are answered (it is still in the box).",
         wait_to_switch="Wait until the current reply is finished before changing the name (your message is still in the box).",
         nothing_to_export="{user} has no memories to export yet.",
@@ -433,6 +435,7 @@ UI: dict[str, UITexts] = {
         forget_unconfirmed="请先勾选确认框。",
         queued="⏳ 排队中：当前回复完成后我就回答这条消息。",
         wait_for_reply="请等当前回复完成。",
+        removed_last="已从对话和你的记忆中删除上一轮。想找回的话，请在“我的记忆”里点击“撤销删除”（10 分钟内有效）。",
         line_full="等待回复的消息太多了；请等前面的消息得到回复后再发送这条（它还在输入框里）。",
         wait_to_switch="请等当前回复完成后再更换名字（你的消息还在输入框里）。",
         nothing_to_export="{user} 还没有可以导出的记忆。",

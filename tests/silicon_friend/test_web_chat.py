@@ -364,7 +364,7 @@ def test_no_handler_changes_the_user_under_a_reply_being_made(make_engine, how) 
         elif how == "regenerate":
             list(steps(app.regenerate("Nora", *SLIDERS, ANON)))
         elif how == "memories":
-            app.memory_tab.by_name["signed_in"]("Nora", "", "", "all", "live", "", "", 1, ANON)
+            app.memory_tab.by_name["signed_in"]("Nora", "", "", "all", "all", "", "", 1, ANON)
         else:
             app.forget_me("Nora", True, ANON)
     assert app.sessions.get(ANON).session.user == "Emily"  # type: ignore[union-attr]
@@ -416,3 +416,27 @@ def test_stopping_the_app_stores_the_reply_being_made_and_the_messages_waiting(m
     assert [m.query for m in history] == ["one two three four five six seven eight nine ten", "waiting 0", "waiting 1"]
     assert all(m.extra.get("stopped") for m in history)  # each as far as it got, marked stopped
     assert app.finish(timeout=0.1)  # nothing left
+
+
+def test_remove_last_turn_after_a_reload_can_be_undone_in_the_memory_tab(engine, capsys) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(engine)
+    seed(app)  # two turns of earlier days
+    reloaded = gr.Request(session_hash="reloaded")
+    app.on_load("Emily", reloaded)
+    chat = app.remove_last(reloaded)
+    assert "Undo delete" in capsys.readouterr().out  # the toast says how to bring it back
+    assert "Mount Tai" not in str(chat)
+    assert [m.query for m in engine.bank.history("Emily")] == ["I adopted a cat named Miso."]
+    app.memory_tab.by_name["undo"]("Emily", "", "", "all", "all", "", "", 1, reloaded)
+    assert [m.query for m in engine.bank.history("Emily")] == ["I adopted a cat named Miso.", "I went hiking on Mount Tai."]
+
+
+def test_remove_last_turn_waits_for_the_reply_being_made(make_engine, capsys) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
+    list(steps(app.send("first", "Emily", *SLIDERS, ANON)))
+    sending = steps(app.send("one two three four five six", "Emily", *SLIDERS, ANON))
+    next(sending), next(sending)
+    app.remove_last(ANON)
+    assert "Wait until the current reply is finished" in capsys.readouterr().out
+    list(sending)
+    assert [m.query for m in app.engine.bank.history("Emily")] == ["first", "one two three four five six"]
