@@ -35,6 +35,41 @@ from memory_bank.stores.sqlite import directory as sqlite_directory
 logger = logging.getLogger(__name__)
 
 
+def _private(prefix: str) -> str:
+    """A prefix for this process's temporary copies (they hold every memory in plain text):
+    the process id in it tells :func:`_sweep` whose they are."""
+    return f"{prefix}{os.getpid()}-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def _sweep(directory: Path, prefix: str) -> None:
+    """Remove what a backup or restore killed midway left in ``directory`` (files and folders
+    named ``prefix`` + the dead process's id): a copy of every memory, left behind."""
+    with contextlib.suppress(OSError):
+        for entry in directory.iterdir():
+            name = entry.name
+            if not name.startswith(prefix):
+                continue
+            pid = name[len(prefix) :].split("-", 1)[0]
+            if not pid.isdigit() or _alive(int(pid)):
+                continue
+            with contextlib.suppress(OSError):
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+            logger.info("removed %s, left by a backup or restore that was stopped", entry)
+
+
 def _raw_rows(storage: Storage, sql: str) -> list[tuple[Any, ...]]:
     if isinstance(storage, SQLiteStorage):
         with storage._using() as conn:
@@ -108,8 +143,10 @@ def _new_file(out: Path) -> Iterator[Path]:
         raise InvalidInputError(f"{str(out)!r} already exists; give a new file name for the backup")
     out.parent.mkdir(parents=True, exist_ok=True)
     # Private (0600) from the start and kept so: the copy holds every memory in plain text, and
-    # a backup killed midway leaves it behind. SQLite writes an empty file as a new database.
-    fd, name = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
+    # a backup killed midway leaves it behind (the next backup to this name removes it).
+    # SQLite writes an empty file as a new database.
+    _sweep(out.parent, f".{out.name}.")
+    fd, name = tempfile.mkstemp(prefix=_private(f".{out.name}."), dir=out.parent)
     os.close(fd)
     tmp = Path(name)
     try:
@@ -138,7 +175,8 @@ def backup(store: str | Path, out: str | Path) -> dict[str, Any]:
             if isinstance(source, SQLiteStorage):
                 _sqlite_copy(source, tmp)
             else:
-                with tempfile.TemporaryDirectory(dir=out.parent, prefix=".mb-backup-") as work:
+                _sweep(out.parent, ".mb-backup-")
+                with tempfile.TemporaryDirectory(dir=out.parent, prefix=_private(".mb-backup-")) as work:
                     with source.snapshot():  # one moment of all users, not one per user
                         migrate(source, work, progress=False)
                     shutil.copyfile(Path(work) / DB_FILENAME, tmp)
@@ -169,7 +207,8 @@ def _opened_backup(path: Path) -> Iterator[SQLiteStorage]:
             "are in the log beside it); make a backup of that store with 'memorybank backup' and "
             "restore that"
         )
-    with tempfile.TemporaryDirectory(prefix="mb-restore-") as work:
+    _sweep(Path(tempfile.gettempdir()), "mb-restore-")
+    with tempfile.TemporaryDirectory(prefix=_private("mb-restore-")) as work:
         shutil.copyfile(path, Path(work) / DB_FILENAME)
         try:
             storage = SQLiteStorage(work, create=False)
@@ -224,7 +263,8 @@ def restore_backup(backup_file: str | Path, store: str | Path) -> dict[str, Any]
         with contextlib.suppress(OSError):
             stale.unlink()  # an old -shm or id beside the restored file would not be its own
     stamp = dt.datetime.now().strftime("%Y%m%dT%H%M%S")
-    tmp = directory / f".{DB_FILENAME}.restore-{stamp}"
+    _sweep(directory, f".{DB_FILENAME}.restore-")
+    tmp = directory / (_private(f".{DB_FILENAME}.restore-") + stamp)
     shutil.copyfile(path, tmp)
     os.chmod(tmp, 0o600)
     with open(tmp, "rb+") as f:

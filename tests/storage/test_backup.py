@@ -137,3 +137,37 @@ def test_a_live_store_file_is_not_taken_for_a_backup(tmp_path) -> None:  # type:
         restore_backup(tmp_path / "b.mbk", tmp_path / "a-file")
     assert (tmp_path / "a-file").read_text(encoding="utf-8") == "mine"
     assert restore_backup(tmp_path / "b.mbk", tmp_path / "restored")["memories"]["turn"] == 6
+
+
+def test_copies_left_by_a_killed_backup_or_restore_are_removed_by_the_next(make_bank, stores, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    bank = make_bank()
+    bank.add_turn("a", "my secret", "ok", at="2023-05-01T09:00")
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    gone, alive = int(dead.stdout), os.getppid()  # a process that has ended, one that runs
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    left = [
+        tmp_path / f".b.mbk.{gone}-abc",  # a backup's copy being written
+        tmp_path / f".b.mbk.{gone}-abc-journal",
+        scratch / f"mb-restore-{gone}-xyz",  # a restore's private copy (a folder)
+        tmp_path / "r" / f".{DB_FILENAME}.restore-{gone}-20260101T000000",
+    ]
+    kept = tmp_path / f".b.mbk.{alive}-def"  # another backup to the same name, still running
+    for path in [*left, kept]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.name.startswith("mb-restore"):
+            path.mkdir()
+            (path / DB_FILENAME).write_text("every memory")
+        else:
+            path.write_text("every memory")
+    backup(stores.spec, tmp_path / "b.mbk")
+    restore_backup(tmp_path / "b.mbk", tmp_path / "r")
+    assert not any(p.exists() for p in left)
+    assert kept.exists()
+    assert sorted(p.name for p in scratch.iterdir()) == []
