@@ -349,6 +349,7 @@ class MemoryTab:
         page: Any,
         action: Callable[[str, TabView], bool] | None = None,
         reset_detail: bool = False,
+        quiet: bool = False,
     ) -> tuple[Any, ...]:
         """Run ``action(user, view)`` (True: keep the selection open) and render the tab (see
         :meth:`view` for ``reset_detail``); a refusal or a library error is a toast and changes
@@ -358,7 +359,8 @@ class MemoryTab:
         try:
             user, view, flt = self._open(name, request, form)
         except Refused as e:
-            self.app._warn(str(e), request)
+            if not quiet:
+                self.app._warn(str(e), request)
             return keep
         keep_selection = True
         if action is not None:
@@ -382,11 +384,14 @@ class MemoryTab:
         step: int = 0,
         extra: Callable[[gr.Request, bool], Any] | None = None,
         reset_detail: bool = False,
+        quiet: bool = False,
     ) -> Callable[..., tuple[Any, ...]]:
         """A Gradio handler over the tab's form: ``(name, value, search, kind, status, from, to,
         page, request)``; it runs ``action(user, view, value, request)`` (True: keep the selection
         open) on page ``page + step`` and renders the tab, plus ``extra(request, acted)`` if given.
-        ``value`` is the text box the action reads (the edit box, or "Remember that…")."""
+        ``value`` is the text box the action reads (the edit box, or "Remember that…").
+        ``quiet``: a refused name changes nothing and says nothing (the handler this one follows,
+        Remember Me, said it already)."""
 
         def handle(
             name: str,
@@ -412,7 +417,7 @@ class MemoryTab:
             if action is None and nobody:  # no one has said who they are: an empty tab, no warning
                 return self.cleared(self.app._t(request))
             form = (text, kind, since, until, status)
-            out = self._run(name, request, form, int(page or 1) + step, run, reset_detail)
+            out = self._run(name, request, form, int(page or 1) + step, run, reset_detail, quiet)
             return out if extra is None else (*out, extra(request, bool(done)))
 
         handle.__name__ = fn_name
@@ -422,7 +427,7 @@ class MemoryTab:
         """Every form handler of the tab, by name (also the name of its API endpoint)."""
         return {
             "memories": self._handler(None, "memories"),
-            "signed_in": self._handler(None, "signed_in", reset_detail=True),
+            "signed_in": self._handler(None, "signed_in", reset_detail=True, quiet=True),
             "previous_page": self._handler(None, "previous_page", step=-1),
             "next_page": self._handler(None, "next_page", step=+1),
             # An edit and a delete redraw the chat too: it shows the new words, or no longer the turn.

@@ -318,3 +318,15 @@ def test_any_page_number_typed_is_taken_to_the_nearest_page(forgetting_bank) -> 
         value = box.preprocess(typed)  # what the handler is given
         out = app.memory_tab.memories("Ann", "", "", "all", "all", "", "", value, ANN)
         assert len(rows(out)) == (25 if typed < 1 else 31 - 25)
+
+
+def test_a_refused_name_is_said_once_not_again_by_the_memory_tab(engine) -> None:  # type: ignore[no-untyped-def]
+    import warnings
+
+    app = WebApp(engine)
+    request = gr.Request(session_hash="once")
+    with warnings.catch_warnings(record=True) as got:
+        warnings.simplefilter("always")
+        app.remember("bad\x07name", request)  # Remember Me, then the memory tab's signed_in
+        app.memory_tab.by_name["signed_in"]("bad\x07name", "", "", "all", "all", "", "", 1, request)
+    assert len([w for w in got if "control" in str(w.message)]) == 1
