@@ -307,13 +307,13 @@ class SiliconFriend:
 
     # -- prompting ----------------------------------------------------------------------------
     def _related(
-        self, session: Session, message: str, settings: ChatSettings, window: list[Turn]
+        self, session: Session, message: str, settings: ChatSettings, window: list[Turn], temporary: bool
     ) -> list[SearchResult]:
         """The memories for ``message``, none of them a turn the prompt's ``window`` already shows.
 
         The search query is the message, or with the retrieval config's ``chat_context_turns``
         the recent turns and the message as a dialogue (``chat_query``)."""
-        if session.temporary or settings.top_k == 0 or not self.bank.has_user(session.user):
+        if temporary or settings.top_k == 0 or not self.bank.has_user(session.user):
             return []
         skip = {t.memory_id for t in window if t.memory_id}
         turns = self.bank.config.retrieval.chat_context_turns
@@ -323,18 +323,17 @@ class SiliconFriend:
 
     def prepare(self, session: Session, message: str, settings: ChatSettings | None = None) -> FittedPrompt:
         """The prompt for ``message`` in ``session`` (retrieval and budgeting, no LLM call)."""
-        return self._prepare(session, message, settings or self.settings)[0]
+        return self._prepare(session, message, settings or self.settings, session.temporary)[0]
 
     def _prepare(
-        self, session: Session, message: str, settings: ChatSettings
+        self, session: Session, message: str, settings: ChatSettings, temporary: bool
     ) -> tuple[FittedPrompt, dict[str, float]]:
-        """The prompt and the retrieval score of each memory considered for it."""
+        """The prompt and the retrieval score of each memory considered for it (none, and no
+        portrait or summary, for a ``temporary`` chat)."""
         window = session.recent(settings.history_turns)
-        hits = self._related(session, message, settings, window)
+        hits = self._related(session, message, settings, window, temporary)
         profile = (
-            {"global_portrait": "", "global_summary": ""}
-            if session.temporary
-            else self.bank.profile(session.user)
+            {"global_portrait": "", "global_summary": ""} if temporary else self.bank.profile(session.user)
         )
         first_time = not session.returning and not any(not t.failed for t in session.turns)
         plan = PromptPlan(
@@ -360,7 +359,13 @@ class SiliconFriend:
 
     # -- replying -----------------------------------------------------------------------------
     def stream(
-        self, session: Session, message: str, settings: ChatSettings | None = None
+        self,
+        session: Session,
+        message: str,
+        settings: ChatSettings | None = None,
+        *,
+        temporary: bool | None = None,
+        cancel: threading.Event | None = None,
     ) -> Generator[str, None, None]:
         """Reply to ``message``, yielding the reply in pieces; the finished :class:`Turn` is
         ``session.turns[-1]`` (stored in the bank, ``error`` set if the model failed).
@@ -368,6 +373,9 @@ class SiliconFriend:
         Closing the iterator early, or :meth:`stop`, keeps the part generated so far. A message
         too long for the model's context raises :class:`PromptTooLongError` before anything is
         stored (a front end gives the message back to be shortened: Regenerate could not help).
+        ``temporary``: the chat mode the message was sent in (default: the session's now).
+        ``cancel``: this reply's own stop signal, set before the reply starts as well (default:
+        the session's, cleared as the reply starts, which :meth:`stop` sets).
         """
         if session is None:
             raise NoSessionError("say who you are first: enter your name")
@@ -380,17 +388,18 @@ class SiliconFriend:
         with session.lock:
             if session.ended:
                 raise SessionEndedError("this user's memories were deleted; enter your name to start again")
-            session.cancel.clear()
+            if cancel is None:
+                cancel = session.cancel
+                cancel.clear()
+            temporary = session.temporary if temporary is None else temporary
             now = self.clock()
-            turn = Turn(
-                query=message, timestamp=now.isoformat(timespec="seconds"), temporary=session.temporary
-            )
+            turn = Turn(query=message, timestamp=now.isoformat(timespec="seconds"), temporary=temporary)
             pieces: list[str] = []
             fitted: FittedPrompt | None = None
             meta: dict[str, Any] = {}
             refused = False
             try:
-                fitted, scores = self._prepare(session, message, settings)
+                fitted, scores = self._prepare(session, message, settings, temporary)
                 turn.used = [
                     UsedMemory(m.memory_id, m.kind.value, m.date, m.text, scores.get(m.memory_id, 0.0))
                     for m in fitted.memories
@@ -407,7 +416,7 @@ class SiliconFriend:
                     self.model.chat_model,
                     fitted.messages,
                     params=params,
-                    cancel=session.cancel,
+                    cancel=cancel,
                     first_token_timeout=self.first_token_timeout,
                     idle_timeout=self.idle_timeout,
                     meta=meta,
@@ -415,7 +424,7 @@ class SiliconFriend:
                     pieces.append(piece)
                     turn.response = "".join(pieces)
                     yield piece
-                turn.stopped = session.cancel.is_set()
+                turn.stopped = cancel.is_set()
             except PromptTooLongError:  # refused before anything is stored: the user shortens it
                 refused = True
                 raise
@@ -489,16 +498,22 @@ class SiliconFriend:
                 logger.exception("the day-summary scheduler failed")
 
     def regenerate(
-        self, session: Session, settings: ChatSettings | None = None
+        self,
+        session: Session,
+        settings: ChatSettings | None = None,
+        *,
+        temporary: bool | None = None,
+        cancel: threading.Event | None = None,
     ) -> Generator[str, None, None]:
-        """Answer the last message again: the last turn is removed (from the bank too) and re-asked.
-        A message too long for the model raises :class:`PromptTooLongError` first, and stays."""
+        """Answer the last message again: the last turn is removed (from the bank too) and re-asked
+        (``temporary``, ``cancel``: as :meth:`stream`). A message too long for the model raises
+        :class:`PromptTooLongError` first, and stays."""
         if session.turns:
             self.prepare(session, session.turns[-1].query, settings)
         last = self.remove_last_turn(session)
         if last is None:
             raise InvalidInputError("there is no message to regenerate a reply for")
-        return self.stream(session, last.query, settings)
+        return self.stream(session, last.query, settings, temporary=temporary, cancel=cancel)
 
     def remove_last_turn(self, session: Session) -> Turn | None:
         """Remove the last turn from the conversation and from the user's memories."""

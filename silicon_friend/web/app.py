@@ -472,7 +472,7 @@ class WebApp:
         self,
         request: gr.Request | None,
         session: Session,
-        start: Callable[[], Iterator[str]],
+        start: Callable[[threading.Event], Iterator[str]],
         message: Any = None,
         *,
         shown: bool = True,
@@ -562,8 +562,12 @@ class WebApp:
         if tab.repeated(message):  # a double click: the first click's event answers it
             yield self._render_tab(request), gr.update()
             return
+        temporary = tab.temporary  # the mode it was sent in, whatever the switch says by its turn
         async for out in self._reply(
-            request, session, lambda: self.engine.stream(session, message, settings), message
+            request,
+            session,
+            lambda cancel: self.engine.stream(session, message, settings, temporary=temporary, cancel=cancel),
+            message,
         ):
             yield out
 
@@ -623,8 +627,13 @@ class WebApp:
             if redone and not any(t.memory_id == redone for t in session.turns):  # replaced in the store
                 self._drop_everywhere(session.user, redone)
 
+        temporary = tab.temporary
         async for out in self._reply(
-            request, session, lambda: self.engine.regenerate(session, settings), shown=False, done=dropped
+            request,
+            session,
+            lambda cancel: self.engine.regenerate(session, settings, temporary=temporary, cancel=cancel),
+            shown=False,
+            done=dropped,
         ):
             yield out
 
@@ -654,16 +663,15 @@ class WebApp:
             if not tabs:
                 return True
             for tab in tabs:
-                if tab.session is not None:
-                    self.engine.stop(tab.session)
+                tab.stop_current()
             time.sleep(0.02)
         logger.warning("stopped waiting for %d replies to be stored", len(self.sessions.busy()))
         return False
 
     def stop(self, request: gr.Request) -> None:
-        session = self._current(request)
-        if session is not None:
-            self.engine.stop(session)
+        """Stop the tab's reply whose turn it is (being prepared, waiting or streaming)."""
+        if self._current(request) is not None:
+            self._tab(request).stop_current()
 
     def new_conversation(self, request: gr.Request) -> list[dict[str, str]]:
         session = self._current(request)
@@ -794,7 +802,7 @@ class WebApp:
         for tab in tabs:  # stop replies of every tab of the user, and let them finish storing
             assert tab.session is not None
             tab.session.ended = True  # messages still waiting are refused, never stored
-            self.engine.stop(tab.session)
+            tab.stop_current()
         for tab in tabs:
             assert tab.session is not None
             with tab.session.lock:

@@ -77,6 +77,9 @@ class ReplyJob:
     done: threading.Event = dataclasses.field(default_factory=threading.Event)
     ended: bool = False
     refused: str | None = None
+    #: This reply's Stop: set from when its turn comes (preparing, waiting for the model) to
+    #: its end, never cleared (see :meth:`WebSession.stop_current`).
+    cancel: threading.Event = dataclasses.field(default_factory=threading.Event)
 
 
 @dataclasses.dataclass
@@ -98,6 +101,7 @@ class WebSession:
     #: The message whose reply is being prepared, its conversation, and that conversation's
     #: length until the reply's turn joins it (see :meth:`preparing`).
     _preparing: tuple[str, Session, int] | None = None
+    _current: ReplyJob | None = None  # the reply whose turn it is
     _cond: threading.Condition = dataclasses.field(default_factory=threading.Condition, repr=False)
 
     def repeated(self, message: str, within: float | None = None) -> bool:
@@ -133,7 +137,7 @@ class WebSession:
     def reply(
         self,
         message: str,
-        start: Callable[[], Iterable[Any]],
+        start: Callable[[threading.Event], Iterable[Any]],
         pool: ReplyPool,
         *,
         shown: bool = True,
@@ -141,8 +145,8 @@ class WebSession:
         done: Callable[[], None] | None = None,
     ) -> ReplyJob:
         """Put ``message`` in line (shown as queued unless ``shown`` is False) and make its reply
-        on a thread of its own once every message before it is answered: ``start()`` gives the
-        reply's pieces, each of which moves :meth:`changes` on. ``pool`` bounds the replies of
+        on a thread of its own once every message before it is answered: ``start(cancel)``
+        gives the reply's pieces, each of which moves :meth:`changes` on (``cancel``: its Stop). ``pool`` bounds the replies of
         all tabs; ``done`` runs after the reply (even a refused one), on its thread.
         ``conversation``: the session the reply joins and how many turns it loses first (1 for
         a regenerate): until the reply's turn is in it, :meth:`preparing` gives the message.
@@ -159,9 +163,9 @@ class WebSession:
 
         def work() -> None:
             try:
-                with self.turn(ticket, preparing), pool.slots:
+                with self.turn(ticket, preparing, job), pool.slots:
                     try:
-                        for _ in start():
+                        for _ in start(job.cancel):
                             self.changed()
                     except SessionEndedError:  # "Forget me" came first: nothing is stored
                         job.ended = True
@@ -192,22 +196,33 @@ class WebSession:
             return self._changes
 
     @contextmanager
-    def turn(self, ticket: int, shown: tuple[str, Session, int] | None = None) -> Iterator[None]:
+    def turn(
+        self, ticket: int, shown: tuple[str, Session, int] | None = None, job: ReplyJob | None = None
+    ) -> Iterator[None]:
         """Wait until every message sent before ``ticket`` is answered; the block answers it
-        (``shown``: see :meth:`start_reply`)."""
+        (``shown``: see :meth:`reply`; ``job``: the reply :meth:`stop_current` stops meanwhile)."""
         with self._cond:
             self._cond.wait_for(lambda: self._serving == ticket)
             self.waiting = [(t, m) for t, m in self.waiting if t != ticket]
             if shown is not None:
                 message, session, lost = shown
                 self._preparing = (message, session, len(session.turns) - lost)
+            self._current = job
         try:
             yield
         finally:
             with self._cond:
                 self._serving += 1
                 self._preparing = None
+                self._current = None
                 self._cond.notify_all()
+
+    def stop_current(self) -> None:
+        """Stop the reply whose turn it is, whether it is being prepared, waiting for the model
+        or streaming (the messages after it are answered)."""
+        with self._cond:
+            if self._current is not None:
+                self._current.cancel.set()
 
     def preparing(self, session: Session | None) -> str | None:
         """The message whose reply is being prepared in ``session`` (its memories searched, the

@@ -364,7 +364,7 @@ def test_no_handler_changes_the_user_under_a_reply_being_made(make_engine, how) 
         elif how == "regenerate":
             list(steps(app.regenerate("Nora", *SLIDERS, ANON)))
         elif how == "memories":
-            app.memory_tab.by_name["signed_in"]("Nora", "", "", "all", "all", "", "", 1, ANON)
+            app.memory_tab.by_name["memories"]("Nora", "", "", "all", "all", "", "", 1, ANON)
         else:
             app.forget_me("Nora", True, ANON)
     assert app.sessions.get(ANON).session.user == "Emily"  # type: ignore[union-attr]
@@ -440,3 +440,39 @@ def test_remove_last_turn_waits_for_the_reply_being_made(make_engine, capsys) ->
     assert "Wait until the current reply is finished" in capsys.readouterr().out
     list(sending)
     assert [m.query for m in app.engine.bank.history("Emily")] == ["first", "one two three four five six"]
+
+
+def test_a_waiting_message_keeps_the_chat_mode_it_was_sent_in(make_engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
+    list(steps(app.send("hello", "Emily", *SLIDERS, ANON)))
+    first = steps(app.send("one two three four five six", "Emily", *SLIDERS, ANON))
+    next(first), next(first)
+    app.set_temporary(True, ANON)
+    secret = steps(app.send("SECRET sent in a temporary chat", "Emily", *SLIDERS, ANON))
+    next(secret)
+    app.set_temporary(False, ANON)  # switched off again before its turn came
+    normal = steps(app.send("a normal message", "Emily", *SLIDERS, ANON))
+    next(normal)
+    app.set_temporary(True, ANON)  # and on again before that one's turn
+    for h in (first, secret, normal):
+        list(h)
+    assert [m.query for m in app.engine.bank.history("Emily")] == [
+        "hello",
+        "one two three four five six",
+        "a normal message",
+    ]
+
+
+def test_stop_reaches_a_reply_still_being_prepared_or_waiting_for_the_model(make_engine) -> None:  # type: ignore[no-untyped-def]
+    model = EchoChatModel(mode="slow", delay=0.05)
+    app = WebApp(make_engine(model), concurrency=1)
+    other = gr.Request(session_hash="other-tab")
+    busy = steps(app.send("one two three four five six seven eight nine ten", "Nora", *SLIDERS, other))
+    next(busy), next(busy)  # holds the only model slot
+    mine = steps(app.send("a b c d e f g h", "Emily", *SLIDERS, ANON))
+    next(mine)  # shown with "…": its turn came, the model is busy elsewhere
+    app.stop(ANON)
+    list(busy), list(mine)
+    stored = app.engine.bank.history("Emily")[0]
+    assert stored.extra.get("stopped") and stored.response != "Echo: a b c d e f g h"
+    assert app.engine.bank.history("Nora")[0].response.endswith("ten")  # the other tab's is untouched
