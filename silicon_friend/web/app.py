@@ -290,6 +290,8 @@ class WebApp:
                 reply = t.model_failed.replace("{error}", inert_markdown(turn.error))
                 if turn.response:
                     reply = f"{response}\n\n{reply}"
+            elif not turn.response and not turn.stored:  # asked, nothing said yet
+                reply = "…"
             else:
                 reply = response
             out.append({"role": "assistant", "content": reply})
