@@ -133,7 +133,7 @@ def test_stop_button_stops_the_reply(make_engine) -> None:  # type: ignore[no-un
 
 
 def test_a_message_sent_while_a_reply_streams_waits_its_turn(make_engine) -> None:  # type: ignore[no-untyped-def]
-    app = WebApp(make_engine(EchoChatModel(delay=0.02)))
+    app = WebApp(make_engine(EchoChatModel(delay=0.1)))
     first = steps(app.send("one two three four five six", "Emily", *SLIDERS, ANON))
     next(first), next(first), next(first)  # the first reply is streaming
     results: list[object] = []
