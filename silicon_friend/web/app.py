@@ -144,6 +144,15 @@ class WebApp:
       document.addEventListener("keypress", guard, true);
     }"""
 
+    #: Run in the page as a message is sent, with the values sent: the message box is emptied
+    #: there and then. Emptied by the reply's handler instead, the box could be emptied after the
+    #: next message was typed (or typed and sent: empty, it was lost) when the server was slow.
+    js_send = """(...values) => {
+      const box = document.querySelector("#sf-message textarea");
+      if (box) { box.value = ""; box.dispatchEvent(new Event("input", {bubbles: true})); }
+      return values;
+    }"""
+
     def __init__(self, engine: SiliconFriend, *, auth: bool = False, concurrency: int = 4) -> None:
         self.engine = engine
         self.texts: UITexts = ui_texts(engine.language)
@@ -500,9 +509,9 @@ class WebApp:
         except LineFullError:
             tab.refused(text)
             self._warn(self._t(request).line_full, request)
-            yield self._render_tab(request), gr.update()
+            yield self._render_tab(request), gr.update() if message is None else message  # back in the box
             return
-        yield self._render_tab(request), ""
+        yield self._render_tab(request), gr.update()  # the page emptied the box as it sent (js_send)
         seen = tab.changes()
         while not job.done.is_set():
             await asyncio.sleep(FOLLOW_SECONDS)
@@ -561,7 +570,7 @@ class WebApp:
                 raise Refused(f"the message is {len(message):,} characters; the limit is {MAX_TEXT:,}")
         except Refused as e:
             self._warn(str(e), request)
-            yield gr.update(), gr.update()  # the message stays in the box
+            yield gr.update(), message  # back in the box (the page emptied it as it sent)
             return
         if not has_visible(message or ""):  # nothing to see (spaces, a zero-width space): not sent
             yield self._render_tab(request), gr.update()
@@ -959,6 +968,7 @@ class WebApp:
                 [chatbot, message],
                 trigger_mode="multiple",  # a message sent while a reply streams waits its turn
                 show_progress="minimal",
+                js=self.js_send,
                 **chat_limit,
             )
             gr.on(

@@ -213,7 +213,9 @@ def test_mistakes_are_toasts_that_leave_the_page_usable(browser, served, languag
     assert t.need_name in toasts(page)
     titles = toast_titles(page)  # titled in the page's language (Gradio's own title is English)
     assert t.warning_title in titles and (language == "en" or "Warning" not in titles), titles
-    assert page.locator("#sf-message textarea").input_value() == fact  # kept, to send once named
+    page.wait_for_function(  # given back into the box (the page emptied it as it sent), to send once named
+        "m => document.querySelector('#sf-message textarea').value === m", arg=fact, timeout=15_000
+    )
     assert page.locator(".error, [data-testid=error]").count() == 0  # no overlay on any component
     page.locator("#sf-name textarea, #sf-name input").first.fill(name)
     page.locator("#sf-remember").click()

@@ -309,7 +309,7 @@ def test_the_name_cannot_change_under_a_reply_being_made(make_engine) -> None:  
     assert app.keep_name("Nora", ANON) == (gr.update(), gr.update())
     with pytest.warns(UserWarning, match="before changing the name"):
         outputs = list(steps(app.send("I am Nora", "Nora", *SLIDERS, ANON)))
-    assert outputs == [(gr.update(), gr.update())]  # the message stays in the box
+    assert outputs == [(gr.update(), "I am Nora")]  # the message goes back into the box
     list(first)
     assert app.sessions.get(ANON).session.user == "Emily"  # type: ignore[union-attr]
     assert not app.engine.bank.has_user("Nora")
@@ -327,7 +327,7 @@ def test_a_tab_with_too_many_messages_waiting_refuses_one_more_and_keeps_it(make
         next(h)
     with pytest.warns(UserWarning, match="Too many messages are waiting"):
         outputs = list(steps(app.send("one more", "Emily", *SLIDERS, ANON)))
-    assert outputs[-1][1] == gr.update()  # not cleared: still in the box
+    assert outputs[-1][1] == "one more"  # back in the box
     model.release()
     with warnings.catch_warnings():  # the hanging model, released, says nothing: a warning each
         warnings.simplefilter("ignore")
@@ -383,7 +383,7 @@ def test_replies_waiting_across_all_tabs_are_bounded(make_engine, monkeypatch) -
         next(h)
     with pytest.warns(UserWarning, match="Too many messages"):
         outputs = list(steps(app.send("one more", "user3", *SLIDERS, tabs[3])))
-    assert outputs[-1][1] == gr.update()  # still in the box
+    assert outputs[-1][1] == "one more"  # back in the box
     model.release()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
