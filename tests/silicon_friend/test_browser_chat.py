@@ -161,6 +161,31 @@ def test_a_newcomer_who_only_typed_a_name_sees_the_chat_after_a_reload(browser, 
     page.close()
 
 
+def test_the_next_message_typed_while_the_server_is_slow_is_neither_wiped_nor_lost(browser, served, monkeypatch) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    from silicon_friend.web.app import WebApp
+
+    slow = WebApp._session
+
+    def _session(self, name, request):  # type: ignore[no-untyped-def]  # a busy server answers late
+        import time
+
+        time.sleep(1.0)
+        return slow(self, name, request)
+
+    monkeypatch.setattr(WebApp, "_session", _session)
+    url, engine = served("en")
+    page = open_as(browser, url, "Emily", "en")
+    say(page, "first message")
+    assert page.locator("#sf-message textarea").input_value() == ""  # emptied as it was sent
+    page.locator("#sf-message textarea").fill("second message")
+    page.wait_for_timeout(1500)  # the first one's handler answers meanwhile
+    assert page.locator("#sf-message textarea").input_value() == "second message"  # not wiped
+    page.locator("#sf-message textarea").press("Enter")
+    wait_chat(page, "Echo: second message")
+    assert [m.query for m in engine.bank.history("Emily")] == ["first message", "second message"]
+    page.close()
+
+
 def test_stop_is_calm_and_a_message_sent_while_streaming_is_answered(browser, served) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     t = ui_texts("en")
     words = " ".join(f"w{i}" for i in range(60))
