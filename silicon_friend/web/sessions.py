@@ -9,7 +9,7 @@ even before they get here.
 
 Each :class:`WebSession` also orders the messages of its tab: a message sent while a reply is
 still streaming (or being stored) waits its turn, visibly, and is answered after it; none is
-dropped. A reply is made on a thread of its own (:meth:`WebSession.start_reply`), not on the
+dropped. A reply is made on a thread of its own (:meth:`WebSession.reply`), not on the
 request that asked for it: a reload or a closed tab ends the request, never the reply, so a
 started reply is finished and stored and a message waiting in line is still answered. A tab
 closed with work in its line stays known (an *orphan*) until the work is done; the same user's
@@ -97,7 +97,7 @@ class WebSession:
     _last_sent: tuple[str, float] | None = None
     _next: int = 0
     _serving: int = 0
-    _changes: int = 0  # bumped whenever a reply of this tab moves on (see wait_change)
+    _changes: int = 0  # bumped whenever a reply of this tab moves on (see changes)
     #: The message whose reply is being prepared, its conversation, and that conversation's
     #: length until the reply's turn joins it (see :meth:`preparing`).
     _preparing: tuple[str, Session, int] | None = None
@@ -106,8 +106,8 @@ class WebSession:
 
     def repeated(self, message: str, within: float | None = None) -> bool:
         """Whether ``message`` is the one this tab sent just before, again, ``within`` seconds
-        after it: a double click on Send (the box still holds the text until the first click's
-        answer clears it) is one message, not two turns stored and answered."""
+        after it: a double click on Send that got the text twice (before the page emptied the
+        box, or from a client posting twice) is one message, not two turns stored and answered."""
         now = time.monotonic()
         within = REPEAT_SECONDS if within is None else within
         with self._cond:
@@ -146,8 +146,9 @@ class WebSession:
     ) -> ReplyJob:
         """Put ``message`` in line (shown as queued unless ``shown`` is False) and make its reply
         on a thread of its own once every message before it is answered: ``start(cancel)``
-        gives the reply's pieces, each of which moves :meth:`changes` on (``cancel``: its Stop). ``pool`` bounds the replies of
-        all tabs; ``done`` runs after the reply (even a refused one), on its thread.
+        gives the reply's pieces, each of which moves :meth:`changes` on (``cancel``: its
+        Stop). ``pool`` bounds the replies of all tabs; ``done`` runs after the reply (even a
+        refused one), on its thread.
         ``conversation``: the session the reply joins and how many turns it loses first (1 for
         a regenerate): until the reply's turn is in it, :meth:`preparing` gives the message.
         Whatever happens to the request that asked for it, the reply is finished and stored.
@@ -187,7 +188,6 @@ class WebSession:
         """A reply of this tab moved on (:meth:`changes`)."""
         with self._cond:
             self._changes += 1
-            self._cond.notify_all()
 
     def changes(self) -> int:
         """A counter that moves whenever a reply of this tab moves on (a page following the
