@@ -440,6 +440,7 @@ class WebApp:
                 tab = adopted if adopted is not None and adopted.session is not None else tab
             session = tab.session if tab.session is not None else self._open(tab, user)
             locked = gr.update(value=session.user, interactive=False)
+            tab.loaded_at = tab.changes()
             return locked, self._welcome(session, t), self._render_tab(request)
         if not isinstance(remembered, str) or not remembered.strip():
             return gr.update(), loading, gr.update()
@@ -449,11 +450,12 @@ class WebApp:
             return gr.update(), loading, gr.update()
         adopted = self.sessions.adopt(request, user)
         if adopted is not None and adopted.session is not None:
-            session = adopted.session
+            session, tab = adopted.session, adopted
         elif self.engine.bank.has_user(user):
             session = self._open(tab, user)
         else:  # forgotten meanwhile, or never stored a turn
             return gr.update(), loading, gr.update()
+        tab.loaded_at = tab.changes()
         return session.user, self._welcome(session, t), self._render_tab(request)
 
     def set_temporary(self, on: bool, request: gr.Request) -> Any:
@@ -544,14 +546,15 @@ class WebApp:
         """After a page load: draw the replies still being made for this tab (a reload while a
         reply streamed, see :meth:`SessionRegistry.adopt`) until its line is empty."""
         tab = self._tab(request)
-        seen = tab.changes()
-        drawn = False
+        shown = seen = tab.changes() if tab.loaded_at is None else tab.loaded_at
         while tab.busy():
             await asyncio.sleep(FOLLOW_SECONDS)
             if tab.changes() != seen:
-                seen, drawn = tab.changes(), True
+                seen = tab.changes()
                 yield await self._frame(request)
-        yield self._render_tab(request) if drawn else gr.update()
+        # the end, unless the page shows it already (a reply can end between the load and this)
+        now, tab.loaded_at = tab.changes(), tab.changes()
+        yield self._render_tab(request) if now != shown else gr.update()
 
     async def send(
         self,

@@ -98,6 +98,9 @@ class WebSession:
     _next: int = 0
     _serving: int = 0
     _changes: int = 0  # bumped whenever a reply of this tab moves on (see changes)
+    #: :meth:`changes` when the page last drew the whole chat (its load, or the end of
+    #: following its replies): what it shows.
+    loaded_at: int | None = None
     #: The message whose reply is being prepared, its conversation, and that conversation's
     #: length until the reply's turn joins it (see :meth:`preparing`).
     _preparing: tuple[str, Session, int] | None = None

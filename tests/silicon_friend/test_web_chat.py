@@ -476,3 +476,20 @@ def test_stop_reaches_a_reply_still_being_prepared_or_waiting_for_the_model(make
     stored = app.engine.bank.history("Emily")[0]
     assert stored.extra.get("stopped") and stored.response != "Echo: a b c d e f g h"
     assert app.engine.bank.history("Nora")[0].response.endswith("ten")  # the other tab's is untouched
+
+
+def test_a_reply_that_ends_between_the_reload_and_the_follow_is_drawn_finished(make_engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
+    first = steps(app.send("one two three four five six", "Emily", *SLIDERS, ANON))
+    next(first), next(first)
+    first.close()
+    app.on_unload(ANON)
+    reloaded = gr.Request(session_hash="reloaded")
+    _, _, chatbot = app.on_load("Emily", reloaded)  # drawn mid-reply
+    assert "Echo: one two three four five six" not in str(chatbot)
+    deadline = time.monotonic() + 10
+    while app.sessions.get(reloaded).busy() and time.monotonic() < deadline:
+        time.sleep(0.02)  # the reply ends before the page asks to follow it
+    frames = list(steps(app.follow(reloaded)))
+    assert [m["content"] for m in frames[-1] if "metadata" not in m][-1] == "Echo: one two three four five six"
+    assert list(steps(app.follow(reloaded))) == [gr.update()]  # nothing new: no redraw
