@@ -169,16 +169,18 @@ def test_the_next_message_typed_while_the_server_is_slow_is_neither_wiped_nor_lo
     def _session(self, name, request):  # type: ignore[no-untyped-def]  # a busy server answers late
         import time
 
-        time.sleep(1.0)
+        time.sleep(2.5)
         return slow(self, name, request)
 
     monkeypatch.setattr(WebApp, "_session", _session)
     url, engine = served("en")
     page = open_as(browser, url, "Emily", "en")
     say(page, "first message")
-    assert page.locator("#sf-message textarea").input_value() == ""  # emptied as it was sent
+    page.wait_for_function(  # emptied as it was sent, long before the server answers
+        "() => document.querySelector('#sf-message textarea').value === ''", timeout=1500
+    )
     page.locator("#sf-message textarea").fill("second message")
-    page.wait_for_timeout(1500)  # the first one's handler answers meanwhile
+    page.wait_for_timeout(3000)  # the first one's handler answers meanwhile
     assert page.locator("#sf-message textarea").input_value() == "second message"  # not wiped
     page.locator("#sf-message textarea").press("Enter")
     wait_chat(page, "Echo: second message")
