@@ -48,7 +48,7 @@ from silicon_friend.memory_view import delete_undoable
 from silicon_friend.web.downloads import DownloadStore
 from silicon_friend.web.i18n import Translations
 from silicon_friend.web.memory_tab import CSS as MEMORY_TAB_CSS
-from silicon_friend.web.memory_tab import UNDO_DEPTH, MemoryTab
+from silicon_friend.web.memory_tab import MemoryTab
 from silicon_friend.web.refusal import Refused
 from silicon_friend.web.safe_text import inert_markdown
 from silicon_friend.web.sessions import LineFullError, ReplyPool, SessionRegistry, WebSession
@@ -222,8 +222,10 @@ class WebApp:
 
     def _t(self, request: gr.Request | None) -> UITexts:
         """The texts in the tab's language."""
-        language = self._tab(request).language
-        return ui_texts(language) if language else self.texts
+        return self._texts_of(self._tab(request))
+
+    def _texts_of(self, tab: WebSession) -> UITexts:
+        return ui_texts(tab.language) if tab.language else self.texts
 
     def _kept(self, tab: WebSession, user: str) -> Session | None:
         """The tab's session while a reply of it is being made: a sign-in of the same user keeps
@@ -233,7 +235,7 @@ class WebApp:
             return None
         if tab.session.user.strip() == user.strip():
             return tab.session
-        raise Refused((ui_texts(tab.language) if tab.language else self.texts).wait_to_switch)
+        raise Refused(self._texts_of(tab).wait_to_switch)
 
     def _open(self, tab: WebSession, user: str) -> Session:
         """A new session of ``user`` in ``tab``, showing their recent conversation (the tab's
@@ -487,6 +489,7 @@ class WebApp:
         request: gr.Request | None,
         session: Session,
         start: Callable[[threading.Event], Iterator[str]],
+        text: str,
         message: Any = None,
         *,
         shown: bool = True,
@@ -495,15 +498,10 @@ class WebApp:
         """Put the message in the tab's line and draw its reply as it is made. The reply is made
         on a thread of its own (:meth:`WebSession.reply`), and this only follows it, holding no
         thread and no slot of Gradio's queue while it waits: when the page goes away (a reload,
-        a closed tab) the reply is still finished and stored, as are the messages after it."""
+        a closed tab) the reply is still finished and stored, as are the messages after it.
+        ``text``: the message asked (shown meanwhile); ``message``: what goes back into the box
+        if it is refused (None: nothing)."""
         tab = self._tab(request)
-        text = (
-            message
-            if shown and isinstance(message, str)
-            else session.turns[-1].query
-            if session.turns
-            else ""
-        )
         try:
             job = tab.reply(
                 text, start, self.pool, shown=shown, conversation=(session, 0 if shown else 1), done=done
@@ -553,7 +551,7 @@ class WebApp:
                 seen = tab.changes()
                 yield await self._frame(request)
         # the end, unless the page shows it already (a reply can end between the load and this)
-        now, tab.loaded_at = tab.changes(), tab.changes()
+        now = tab.loaded_at = tab.changes()
         yield self._render_tab(request) if now != shown else gr.update()
 
     async def send(
@@ -587,6 +585,7 @@ class WebApp:
             request,
             session,
             lambda cancel: self.engine.stream(session, message, settings, temporary=temporary, cancel=cancel),
+            message,
             message,
         ):
             yield out
@@ -652,6 +651,7 @@ class WebApp:
             request,
             session,
             lambda cancel: self.engine.regenerate(session, settings, temporary=temporary, cancel=cancel),
+            session.turns[-1].query,  # the turn being redone
             shown=False,
             done=dropped,
         ):
@@ -720,7 +720,7 @@ class WebApp:
             except MemoryBankError as e:  # already forgotten or deleted elsewhere
                 logger.info("turn %s was already gone: %s", turn.memory_id, e)
             else:
-                view.undo = [*view.undoable(), (time.monotonic(), deletion)][-UNDO_DEPTH:]
+                view.deleted(deletion)
                 self._info(t.removed_last, request)
             self._drop_everywhere(session.user, turn.memory_id)
         return self._render_tab(request)

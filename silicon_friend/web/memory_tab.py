@@ -108,6 +108,10 @@ class TabView:
     selected: str | None = None
     undo: list[tuple[float, Deletion]] = dataclasses.field(default_factory=list)
 
+    def deleted(self, deletion: Deletion) -> None:
+        """Keep ``deletion`` for undo (the newest :data:`UNDO_DEPTH`)."""
+        self.undo = [*self.undoable(), (time.monotonic(), deletion)][-UNDO_DEPTH:]
+
     def undoable(self) -> list[tuple[float, Deletion]]:
         """The deletions that can still be undone (the others are dropped from memory now)."""
         cutoff = time.monotonic() - UNDO_SECONDS
@@ -472,7 +476,7 @@ class MemoryTab:
     def _delete(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
         deletion = delete_undoable(self.bank, user, self._selected(view, request))
         gone = deletion.memory
-        view.undo = [*view.undoable(), (time.monotonic(), deletion)][-UNDO_DEPTH:]
+        view.deleted(deletion)
         view.selected = None
         self.app._drop_everywhere(user, gone.memory_id)  # every open chat of the user drops it
         self.app._info(self._mt(request).deleted.format(text=excerpt(gone.text, 60)), request)

@@ -199,12 +199,18 @@ def test_warm_up_loads_the_encoder_before_the_first_login(engine) -> None:  # ty
     assert app.ready.is_set() and encoded == [["warm up"]]
 
 
+def streaming_and_waiting(app: WebApp, long: str, waiting: str) -> tuple[steps, steps]:
+    """A reply of ``long`` streaming in ANON's tab and ``waiting`` shown queued behind it."""
+    first = steps(app.send(long, "Emily", *SLIDERS, ANON))
+    next(first), next(first), next(first)  # streaming
+    second = steps(app.send(waiting, "Emily", *SLIDERS, ANON))
+    next(second)  # shown as queued
+    return first, second
+
+
 def test_a_closed_tab_still_finishes_its_reply_and_answers_its_waiting_message(make_engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
-    first = steps(app.send("one two three four five six seven", "Emily", *SLIDERS, ANON))
-    next(first), next(first), next(first)  # streaming
-    second = steps(app.send("still there?", "Emily", *SLIDERS, ANON))
-    next(second)  # shown as queued
+    first, second = streaming_and_waiting(app, "one two three four five six seven", "still there?")
     assert "still there?" in app.sessions.get(ANON).queued()
     first.close(), second.close()  # the page goes away (Gradio closes its handlers)
     app.on_unload(ANON)
@@ -224,10 +230,7 @@ def test_a_reload_mid_reply_shows_the_reply_going_on_and_its_waiting_message(mak
     model = EchoChatModel(mode="slow", delay=0.05)
     app = WebApp(make_engine(model))
     app.remember("Emily", ANON)
-    first = steps(app.send("one two three four five six seven eight", "Emily", *SLIDERS, ANON))
-    next(first), next(first), next(first)
-    second = steps(app.send("and this one", "Emily", *SLIDERS, ANON))
-    next(second)
+    first, second = streaming_and_waiting(app, "one two three four five six seven eight", "and this one")
     first.close(), second.close()
     app.on_unload(ANON)
     reloaded = gr.Request(session_hash="after-reload")
@@ -250,10 +253,7 @@ def test_a_reload_mid_reply_shows_the_reply_going_on_and_its_waiting_message(mak
 
 def test_forget_me_reaches_the_replies_of_a_closed_tab(make_engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
-    first = steps(app.send("one two three four five six seven", "Emily", *SLIDERS, ANON))
-    next(first), next(first), next(first)
-    second = steps(app.send("my secret", "Emily", *SLIDERS, ANON))
-    next(second)
+    first, second = streaming_and_waiting(app, "one two three four five six seven", "my secret")
     first.close(), second.close()
     app.on_unload(ANON)
     other = gr.Request(session_hash="other-tab")
