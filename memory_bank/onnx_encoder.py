@@ -162,6 +162,13 @@ class OnnxTextEncoder:
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # The pool's threads spin between a run's operators (a single query takes 5.3-5.9 ms;
+        # 7.9 ms with no spinning at all) but stop when the run ends: left spinning they keep
+        # the other cores busy for milliseconds after every query, just when the search that
+        # follows scans BM25 and the dense lists on two threads (a million memories: the
+        # chat reply's memory work 7.9-8.0 ms spinning, 6.5-6.7 ms stopped) and the model
+        # writes the reply. ``docs/perf/scale.md``, round 12.
+        options.add_session_config_entry("session.force_spinning_stop", "1")
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
         self.session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])

@@ -96,3 +96,24 @@ def test_the_pytorch_cross_check_runs_once_per_export(monkeypatch, tmp_path) -> 
     os.utime(model, ns=(model.stat().st_atime_ns, model.stat().st_mtime_ns + 1))  # the file changed
     _encoder(monkeypatch, tmp_path)
     assert len(calls) == 2
+
+
+def test_the_runtime_leaves_the_cores_idle_after_a_query(monkeypatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """ONNX Runtime's threads spin after a run unless told to stop: they would take cores from
+    the search that follows every query embedding (and from a local model writing the reply)."""
+    import time
+
+    enc = _encoder(monkeypatch, tmp_path)
+    assert enc.backend == "onnx"
+
+    def cpu_while_idle() -> float:
+        start = time.process_time()
+        time.sleep(0.2)
+        return time.process_time() - start
+
+    time.sleep(0.5)  # any spinning after loading has ended by now
+    quiet = cpu_while_idle()  # whatever else this process runs meanwhile
+    enc.encode(TEXTS[3:4])
+    after_query = cpu_while_idle()
+    # Spinning took about 40 ms of CPU in these 200 ms on two cores (more with more cores).
+    assert after_query - quiet < 0.015, f"{after_query * 1e3:.1f} ms of CPU in 200 ms after a query"
