@@ -232,7 +232,7 @@ def restore_backup(backup_file: str | Path, store: str | Path) -> dict[str, Any]
     """Restore ``backup_file`` into ``store``, which must hold no memory store yet (a SQLite
     directory without a store file, or a PostgreSQL database/schema without one). Returns the
     restored counts."""
-    from memory_bank.stores import _SCHEME, open_storage
+    from memory_bank.stores import _SCHEME, describe_store, open_storage
     from memory_bank.stores.migrate import migrate
 
     path = Path(backup_file).expanduser()
@@ -242,7 +242,7 @@ def restore_backup(backup_file: str | Path, store: str | Path) -> dict[str, Any]
                 existing = open_storage(store, create=False)
                 existing.close()
                 raise InvalidInputError(
-                    f"{store} already holds a memory store; restore into an empty database or schema"
+                    f"{describe_store(store)} already holds a memory store; restore into an empty database or schema"
                 )
             return migrate(source, store, progress=False)
     directory = sqlite_directory(str(store))

@@ -42,7 +42,7 @@ from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind, SearchRes
 from memory_bank.retrieval import rank
 from memory_bank.retrieval.dialogue import query_vector
 from memory_bank.retrieval.query import member
-from memory_bank.stores import ForgetColumns, Storage, UserRecord, VectorBatch
+from memory_bank.stores import ForgetColumns, Storage, UserRecord, VectorBatch, describe_store
 from memory_bank.text import MAX_TEXT as MAX_TEXT  # re-exported: the limit of one message
 from memory_bank.text import MAX_USER_NAME, TOKENIZER_VERSION, parse_day, parse_time, user_key, validate_user
 from memory_bank.text import check_text as _check_text
@@ -249,11 +249,11 @@ class MemoryBank:
     def _store_encoder(self) -> Encoder:
         stored = self._recorded_encoder()
         wanted, asked = self._asked_encoder()
-        where = f"the store {self.config.store!r}"
+        store = describe_store(self.config.store)  # a URL's password is never printed
+        where = f"the store {store!r}"
         if stored is not None and stored.name != wanted:
             switch = (
-                f"switch the store to {wanted!r} with "
-                f"'memorybank reembed --store {self.config.store} --encoder {wanted}'"
+                f"switch the store to {wanted!r} with 'memorybank reembed --store {store} --encoder {wanted}'"
             )
             if asked:
                 raise EncoderMismatchError(
@@ -276,7 +276,7 @@ class MemoryBank:
             if why is not None:
                 raise EncoderMismatchError(
                     f"encoder {encoder.name!r} cannot read {where}: {why}; re-embed the store with "
-                    f"'memorybank reembed --store {self.config.store} --encoder {encoder.name}'"
+                    f"'memorybank reembed --store {store} --encoder {encoder.name}'"
                 )
         return encoder
 

@@ -27,13 +27,15 @@ logger = logging.getLogger("memory_bank.cli")
 @command("import")
 def _import(args: argparse.Namespace) -> int:
     from memory_bank.original_format import import_data, load_memory_file, user_memories
+    from memory_bank.stores import describe_store
 
     data = load_memory_file(args.file)
     total = sum(len(user_memories(k, v)[0]) for k, v in data.items())
     with open_bank(args, create=True) as bank, progress(total, "importing") as bar:
         counts = import_data(bank, data, replace=args.replace, progress=bar.update)
     print(
-        f"imported {sum(counts.values())} memories of {len(counts)} users into {args.store}", file=sys.stderr
+        f"imported {sum(counts.values())} memories of {len(counts)} users into {describe_store(args.store)}",
+        file=sys.stderr,
     )
     return 0
 

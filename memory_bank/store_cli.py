@@ -87,5 +87,7 @@ def _backup(args: argparse.Namespace) -> int:
 @command("restore-backup")
 def _restore_backup(args: argparse.Namespace) -> int:
     from memory_bank.backup import restore_backup
+    from memory_bank.stores import describe_store
 
-    return _report(args, restore_backup(args.file, args.store), "restored", f"into {args.store}")
+    where = f"into {describe_store(args.store)}"
+    return _report(args, restore_backup(args.file, args.store), "restored", where)

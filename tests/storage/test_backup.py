@@ -171,3 +171,27 @@ def test_copies_left_by_a_killed_backup_or_restore_are_removed_by_the_next(make_
     assert not any(p.exists() for p in left)
     assert kept.exists()
     assert sorted(p.name for p in scratch.iterdir()) == []
+
+
+def test_cli_messages_never_print_the_database_password(pg_url, pg_schema, tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Every line the CLI prints about a PostgreSQL store names it without its password: the
+    import and restore reports, the refusal to restore over a store, an encoder mismatch."""
+    password = pg_url.split("@")[0].split(":")[-1]
+    assert password
+    url = f"{pg_url}?schema={pg_schema}"
+    bank = MemoryBank.open(tmp_path / "s", encoder_instance=HashingEncoder(64))
+    bank.add_turn("Ann", "I grow tomatoes", "nice", at="2023-05-01T10:00")
+    bank.close()
+    backup(tmp_path / "s", tmp_path / "b.mbk")
+    memory_file = tmp_path / "m.json"
+    memory_file.write_text('{"Bo": {"name": "Bo", "history": {"2023-05-02": [{"query": "hi", "response": "hey"}]}}}')
+
+    assert main(["restore-backup", str(tmp_path / "b.mbk"), "--store", url]) == 0
+    assert main(["restore-backup", str(tmp_path / "b.mbk"), "--store", url]) == 2  # refused: not empty
+    assert main(["import", str(memory_file), "--store", url, "--encoder", "hashing-64"]) == 0
+    assert main(["search", "--store", url, "--user", "Ann", "--encoder", "minilm", "tomatoes"]) == 2
+    out = capsys.readouterr()
+    printed = out.out + out.err
+    assert "restored 1 users" in printed and "imported 1 memories" in printed
+    assert "already holds a memory store" in printed and "reembed" in printed
+    assert password not in printed
