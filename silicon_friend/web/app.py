@@ -50,7 +50,7 @@ from silicon_friend.web.i18n import Translations
 from silicon_friend.web.memory_tab import CSS as MEMORY_TAB_CSS
 from silicon_friend.web.memory_tab import MemoryTab
 from silicon_friend.web.refusal import Refused
-from silicon_friend.web.safe_text import inert_markdown
+from silicon_friend.web.safe_text import inert_markdown, literal_markdown, toast_text
 from silicon_friend.web.sessions import LineFullError, ReplyPool, SessionRegistry, WebSession
 from silicon_friend.web.summary_state import POLL_SECONDS, failure_toast, summary_line
 from silicon_friend.web.texts import LANGUAGES, UI, UITexts, ui_texts
@@ -197,11 +197,11 @@ class WebApp:
 
     def _warn(self, message: str, where: Any = None) -> None:
         """A warning toast, titled in the language of ``where`` (the request, or the texts)."""
-        gr.Warning(message, title=self._texts_for(where).warning_title)
+        gr.Warning(toast_text(message), title=self._texts_for(where).warning_title)
 
     def _info(self, message: str, where: Any = None) -> None:
         """An information toast, titled in the language of ``where`` (the request, or the texts)."""
-        gr.Info(message, title=self._texts_for(where).info_title)
+        gr.Info(toast_text(message), title=self._texts_for(where).info_title)
 
     def _user_for(self, name: str | None, request: gr.Request | None) -> str:
         if self.auth:
@@ -277,7 +277,7 @@ class WebApp:
         return self._greeting(session.user, session.returning, t or self.texts)
 
     def _greeting(self, user: str, returning: bool, t: UITexts) -> str:
-        user = inert_markdown(user.strip())
+        user = literal_markdown(user.strip())
         text = (t.welcome_back if returning else t.welcome_new).replace("{user}", user)
         return (t.logged_in_as.replace("{user}", user) + " " if self.auth else "") + text
 
@@ -803,7 +803,9 @@ class WebApp:
         login = getattr(request, "username", None) if self.auth else None
         link = self.downloads.add(session.user, login, filename, data)
         text = (
-            self._t(request).export_ready.replace("{link}", link).replace("{file}", inert_markdown(filename))
+            self._t(request)
+            .export_ready.replace("{link}", link)
+            .replace("{file}", literal_markdown(filename))
         )
         return gr.update(value=text, visible=True)
 
@@ -837,7 +839,7 @@ class WebApp:
         tab = self._tab(request)
         tab.session = self.engine.start(user)
         tab.session.temporary = tab.temporary
-        status = self._t(request).forgot.replace("{user}", inert_markdown(user.strip()))
+        status = self._t(request).forgot.replace("{user}", literal_markdown(user.strip()))
         return (
             status,
             [],

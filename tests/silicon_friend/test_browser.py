@@ -291,6 +291,31 @@ def test_injected_images_in_replies_names_and_messages_are_never_fetched(browser
         assert engine.bank.history(name)[0].response == reply  # and stored as the model said it
 
 
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_name_is_shown_as_typed_never_as_a_link_or_markup(browser, served, language) -> None:  # type: ignore[no-untyped-def]
+    """A name is the user's own text: beside "Welcome" and in a toast it must not become a link
+    (a phishing lure in the site's own look), emphasis, code or HTML."""
+    t = ui_texts(language)
+    url, _ = served(language, EchoChatModel(reply="ok"))
+    name = "Eve [click here](https://evil.example/login) *now* <b>bold</b> `x` www.evil.example"
+    page = browser.new_page(viewport={"width": 1100, "height": 900})
+    page.goto(url, wait_until="load")
+    page.locator("#sf-name textarea, #sf-name input").first.fill(name)
+    page.get_by_role("button", name=t.remember, exact=True).click()
+    page.wait_for_function("() => document.querySelector('#sf-status').innerText.includes('click here')")
+    status = page.locator("#sf-status")
+    marked_up = status.locator("a, em, b, code").all_inner_texts()
+    shown = status.inner_text()
+    page.get_by_role("tab", name=t.memories_tab).click()
+    page.locator("#sf-export").click()  # no memories yet: a toast names the user
+    page.wait_for_function("() => document.querySelector('.toast-body') !== null", timeout=10_000)
+    toast = page.evaluate("() => [...document.querySelectorAll('.toast-body')].map(e => e.innerText).join(' ')")
+    page.close()
+    assert name in shown
+    assert [m for m in marked_up if m.strip() != "Eve"] == []  # only the greeting's own bold name, if any
+    assert name in toast
+
+
 def test_an_enter_that_confirms_an_input_method_candidate_sends_nothing(browser, served) -> None:  # type: ignore[no-untyped-def]
     """Typing Chinese with pinyin, the Enter that picks the characters sent the half-typed
     letters ("wo jin tian") as a message, stored as a turn. A plain Enter still sends."""
