@@ -13,8 +13,10 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import datetime as dt
+import json
 import logging
 import math
+import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -44,7 +46,15 @@ from memory_bank.retrieval.dialogue import query_vector
 from memory_bank.retrieval.query import member
 from memory_bank.stores import ForgetColumns, Storage, UserRecord, VectorBatch, describe_store
 from memory_bank.text import MAX_TEXT as MAX_TEXT  # re-exported: the limit of one message
-from memory_bank.text import MAX_USER_NAME, TOKENIZER_VERSION, parse_day, parse_time, user_key, validate_user
+from memory_bank.text import (
+    MAX_USER_NAME,
+    TOKENIZER_VERSION,
+    check_unicode,
+    parse_day,
+    parse_time,
+    user_key,
+    validate_user,
+)
 from memory_bank.text import check_text as _check_text
 
 logger = logging.getLogger(__name__)
@@ -52,6 +62,41 @@ logger = logging.getLogger(__name__)
 Clock = Callable[[], dt.datetime]
 
 When = dt.datetime | dt.date | str | None
+
+
+_OWN_ID = r"_(?:overall_history|overall_personality|\d{4}-\d{2}-\d{2}_(?:summary|personality|\d+))"
+
+
+def _check_memory_id(owner: str, memory_id: Any) -> None:
+    """A caller's memory id: a non-empty string, and not one the bank gives its own memories
+    (``<user>_<day>_<turn>``, ``<user>_<day>_summary``, ``<user>_overall_history``...): a
+    summary layer written later would replace the memory, or the turn numbered so would be
+    taken for it."""
+    if not isinstance(memory_id, str) or not memory_id.strip() or memory_id.endswith("{turn}"):
+        raise InvalidInputError(
+            f"memory_id must be a non-empty string not ending in '{{turn}}', got {memory_id!r}"
+        )
+    check_unicode(memory_id, "memory_id")
+    if re.fullmatch(re.escape(owner) + _OWN_ID, memory_id):
+        raise InvalidInputError(
+            f"memory_id {memory_id!r} has the form of the ids the bank gives the user's own memories "
+            f"({owner}_<day>_<turn>, {owner}_<day>_summary, {owner}_overall_history...); choose another id"
+        )
+
+
+def _check_extra(extra: Any) -> None:
+    """``extra`` must be a dict the store can write as JSON (checked before anything is written)."""
+    if extra is None:
+        return
+    if not isinstance(extra, dict):
+        raise InvalidInputError(f"extra must be a dict, got {type(extra).__name__}")
+    try:
+        json.dumps(extra, ensure_ascii=False).encode("utf-8")
+    except (TypeError, ValueError, UnicodeEncodeError, RecursionError) as e:
+        raise InvalidInputError(
+            f"extra cannot be stored as JSON ({type(e).__name__}: {e}); give strings, numbers, "
+            "booleans, lists and dicts only"
+        ) from e
 
 
 def _forgotten(recalled: Sequence[Memory], report: ForgetReport | None) -> list[Memory]:
@@ -484,15 +529,12 @@ class MemoryBank:
         marks the day's summaries stale: a chat reply's memory writes are one commit. A recalled
         memory deleted meanwhile is not reinforced.
         """
-        self.find_user(user)  # the user-name rule, before anything is loaded or written
-        if memory_id is not None and (
-            not isinstance(memory_id, str) or not memory_id.strip() or memory_id.endswith("{turn}")
-        ):
-            raise InvalidInputError(
-                f"memory_id must be a non-empty string not ending in '{{turn}}', got {memory_id!r}"
-            )
+        owner = self.find_user(user)  # the user-name rule, before anything is loaded or written
+        if memory_id is not None:
+            _check_memory_id(owner.name if owner is not None else validate_user(user), memory_id)
         _check_text(query, "query")
         _check_text(response, "response", allow_empty=True)
+        _check_extra(extra)
         when = _as_datetime(at, self.clock)
         day = when.date().isoformat()
         text = turn_text(query, response)
@@ -633,6 +675,7 @@ class MemoryBank:
         _check_text(text, f"{kind.value} text", allow_empty=True)
         if kind in RETRIEVABLE_KINDS and text.strip():
             self._writing_encoder()  # loaded before the user is created
+        _check_extra(extra)
         rec = self.user(user, create=True)
         if kind.is_global:
             day = date or self.clock().date().isoformat()
@@ -648,12 +691,19 @@ class MemoryBank:
         return self.storage.upsert_memory(rec.id, memory, vector, self.encoder_name)
 
     def update_memory(
-        self, user: str, memory_id: str, *, text: str | None = None, extra: dict[str, Any] | None = None
+        self,
+        user: str,
+        memory_id: str,
+        *,
+        text: str | None = None,
+        extra: dict[str, Any] | None = None,
+        response: str | None = None,
     ) -> Memory:
         """Change one memory in place by id: new ``text`` (re-embedded) and/or new ``extra``.
 
         The memory keeps its id, day, strength and recall date (editing a memory is not a
-        recall). A turn's new text becomes its query and its reply is cleared; the words it
+        recall). A turn's new text becomes its query and its reply is cleared, or becomes
+        ``response`` where one is given (a turn's message and reply, both changed); the words it
         replaces are left nowhere, as after :meth:`delete_memory`: the daily layers of its day
         and the global layers are blanked in the transaction of the edit (stale until the
         summariser regenerates them from what the user now wants kept), and the next turn of
@@ -662,6 +712,11 @@ class MemoryBank:
         """
         rec = self.user(user)
         target = self._find(rec, memory_id)
+        _check_extra(extra)
+        if response is not None and (target.kind is not MemoryKind.TURN or text is None):
+            raise InvalidInputError(
+                "a response is given with the text of a dialog turn (text=..., response=...)"
+            )
         if text is None and extra is None:
             return target
         changed = dataclasses.replace(target)
@@ -670,6 +725,9 @@ class MemoryBank:
             changed.text = text
             if target.kind is MemoryKind.TURN:
                 changed.query, changed.response = text, ""
+                if response is not None:
+                    _check_text(response, "response", allow_empty=True)
+                    changed.text, changed.response = turn_text(text, response), response
         if extra is not None:
             changed.extra = dict(extra)
         rewritten = target.kind is MemoryKind.TURN and changed.text != target.text
@@ -766,7 +824,10 @@ class MemoryBank:
         last recall and kind (:meth:`_live_now`); the daily pass that persists it runs on writes.
         """
         _check_text(query, "query")
-        k = self.config.retrieval.top_k if k is None else int(k)
+        try:
+            k = self.config.retrieval.top_k if k is None else int(k)
+        except (TypeError, ValueError, OverflowError) as e:  # NaN, infinity, a word
+            raise InvalidInputError(f"k must be a whole number of memories, got {k!r}") from e
         if k < 1:
             raise InvalidInputError(f"k must be at least 1, got {k}")
         rec = self.user(user)

@@ -78,9 +78,10 @@ class Users:
 
     def for_token(self, header: str | None) -> str | None:
         """The user of an ``Authorization: Bearer <token>`` header, ``None`` if it names none."""
-        if not header or not header.startswith("Bearer "):
+        scheme, _, credentials = (header or "").partition(" ")
+        if scheme.lower() != "bearer":  # the scheme is case-insensitive (RFC 9110, 11.1)
             return None
-        given = header[len("Bearer ") :].strip().encode()
+        given = credentials.strip().encode()
         found = None
         for token, user in self.tokens.items():  # compare with every token, in constant time
             if hmac.compare_digest(given, token.encode()):

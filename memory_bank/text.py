@@ -467,7 +467,7 @@ def validate_user(name: object) -> str:
     they could only make a second user that looks like another: an empty name, control or
     unassigned characters, format characters (zero-width spaces, bidirectional overrides;
     joiners only between two visible characters), characters that show as nothing (U+3164,
-    U+2800...), a name of no letter, digit, punctuation or symbol, a name that starts with a
+    U+2800..., a variation selector after a letter), a name of no letter, digit, punctuation or symbol, a name that starts with a
     combining mark, and names over :data:`MAX_USER_NAME` characters. Names are opaque keys
     otherwise (they never become paths). Users stored under a name that breaks the rule
     (before it existed) stay reachable by their exact name (:meth:`MemoryBank.user`).
@@ -485,6 +485,7 @@ def validate_user(name: object) -> str:
         if unicodedata.category(c) in ("Cc", "Cs", "Co", "Cn")
         or c in _INVISIBLE
         or (unicodedata.category(c) == "Cf" and not (c in _JOINERS and _between_visible(key, i)))
+        or (_is_selector(c) and not _selects(key, i))
     ]
     if bad:
         raise InvalidInputError(
@@ -498,6 +499,24 @@ def validate_user(name: object) -> str:
             f"user name {name!r} has no visible letter, digit or symbol; give a name that can be read"
         )
     return key
+
+
+def _is_selector(c: str) -> bool:
+    """A variation selector (U+FE00-FE0F, U+E0100-E01EF): it picks a glyph for the character
+    before it, and after a letter shows as nothing."""
+    return "\ufe00" <= c <= "\ufe0f" or "\U000e0100" <= c <= "\U000e01ef"
+
+
+def _selects(text: str, i: int) -> bool:
+    """Whether the variation selector ``text[i]`` picks a glyph that shows: after a symbol
+    (emoji or text presentation), a Han ideograph (ideographic variants), or a keycap's digit,
+    ``#`` or ``*`` followed by U+20E3."""
+    if i == 0:
+        return False
+    before = text[i - 1]
+    if unicodedata.category(before)[0] == "S" or unicodedata.name(before, "").startswith("CJK"):
+        return True
+    return before in "0123456789#*" and text[i + 1 : i + 2] == "\u20e3"
 
 
 def _between_visible(text: str, i: int) -> bool:

@@ -28,7 +28,7 @@ from memory_bank.errors import InvalidInputError
 from memory_bank.langchain.documents import memory_document, require_user
 from memory_bank.original_format import load_memory_file, user_memories, write_json_atomic
 from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind
-from memory_bank.text import parse_day
+from memory_bank.text import parse_day, user_key
 
 logger = logging.getLogger(__name__)
 
@@ -122,8 +122,8 @@ class MemoryForgetterLoader(BaseLoader):
             raise InvalidInputError(
                 f"unknown forgetting policy {policy!r}; use one of {', '.join(forgetting.POLICIES)}"
             )
-        if tau <= 0:
-            raise InvalidInputError(f"tau must be > 0 days, got {tau}")
+        if isinstance(tau, bool) or not isinstance(tau, (int, float)) or not tau > 0 or tau == float("inf"):
+            raise InvalidInputError(f"tau must be a number of days > 0, got {tau!r}")
         self.source = source if isinstance(source, MemoryBank) else Path(source)
         self.user = require_user(user, "MemoryForgetterLoader")
         self.mode, self.tau, self.policy, self.threshold = mode, tau, policy, threshold
@@ -194,7 +194,8 @@ class MemoryForgetterLoader(BaseLoader):
     def _file_key(self, data: dict[str, Any]) -> str | None:
         if self.user in data:
             return self.user
-        matches = [k for k in data if k.strip() == self.user.strip()]
+        wanted = user_key(self.user) or self.user.strip()  # the user-name rule, as import applies it
+        matches = [k for k in data if k.strip() == self.user.strip() or user_key(k) == wanted]
         return matches[0] if len(matches) == 1 else None
 
     # -- forgetting ---------------------------------------------------------------------------

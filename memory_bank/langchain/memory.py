@@ -32,8 +32,14 @@ class _SessionTurn:
 
 
 def _as_text(value: Any) -> str:
+    """A chain's input or output as text: a message's text, the texts of a list of messages,
+    nothing for ``None`` (an empty input is then refused by the bank, not stored as "None")."""
+    if value is None:
+        return ""
     if isinstance(value, BaseMessage):
         return value.text
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, BaseMessage) for v in value):
+        return "\n".join(v.text for v in value)
     return value if isinstance(value, str) else str(value)
 
 

@@ -6,7 +6,10 @@ Importing this module imports ``langchain.agents``; :mod:`memory_bank.langchain`
 Correct under checkpoints and retries:
 
 * each turn is stored with a memory id derived from the human message's id (``lc:<id>``), so a
-  replayed checkpoint, a retried run or a resent message never stores it twice;
+  replayed checkpoint, a retried run or a resent message never stores it twice; a message edited
+  in place (the same id) or a regenerated reply replaces the stored turn;
+* every user message since the previous reply is stored: two messages before one reply, or a
+  message whose run failed before the next one was answered (each without a reply but the last);
 * the memory block is rebuilt from the bank for each turn and added to the model request only:
   it is never written into the agent's state, so no checkpoint keeps a copy of a memory that is
   later deleted or forgotten;
@@ -62,6 +65,22 @@ def _last_exchange(messages: Sequence[BaseMessage]) -> tuple[HumanMessage | None
             ]
             return message, (replies[-1].text if replies else None)
     return None, None
+
+
+def _exchange(messages: Sequence[BaseMessage]) -> tuple[list[HumanMessage], str | None]:
+    """The user messages of the last exchange and its reply: the final reply (see
+    :func:`_last_exchange`) and every user message after the reply before it, oldest first."""
+    human, reply = _last_exchange(messages)
+    if human is None:
+        return [], None
+    at = max(i for i, m in enumerate(messages) if m is human)
+    humans = [human]
+    for message in reversed(messages[:at]):
+        if isinstance(message, AIMessage) and not message.tool_calls and message.text.strip():
+            break  # the previous exchange's reply
+        if isinstance(message, HumanMessage):
+            humans.append(message)
+    return humans[::-1], reply
 
 
 def turn_memory_id(message: BaseMessage) -> str | None:
@@ -233,13 +252,20 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         if not self.store_turns:
             return None
-        human, reply = _last_exchange(state["messages"])
-        if human is None or not human.text.strip() or reply is None:
+        humans, reply = _exchange(state["messages"])
+        said = [h for h in humans if h.text.strip()]
+        if not said or reply is None:
             logger.debug("no complete turn to store")
             return None
         bank, user = self.resolve_bank(runtime), self.resolve_user(runtime)
-        memory = bank.add_turn(user, human.text, reply, memory_id=turn_memory_id(human))
-        logger.debug("stored turn %s", memory.memory_id)
+        for human in said:
+            response = reply if human is said[-1] else ""
+            memory_id = turn_memory_id(human)
+            memory = bank.add_turn(user, human.text, response, memory_id=memory_id)
+            if memory_id is not None and (memory.query, memory.response) != (human.text, response):
+                # The message was edited in place, or the reply regenerated: the turn as it is now.
+                memory = bank.update_memory(user, memory_id, text=human.text, response=response)
+            logger.debug("stored turn %s", memory.memory_id)
         if self.summarizer is not None:
             self.summarizer.on_turn(user, memory.date)  # queues the finished days; never raises
         return None

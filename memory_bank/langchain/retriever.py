@@ -12,6 +12,7 @@ from langchain_core.runnables import run_in_executor
 from pydantic import ConfigDict, Field, field_validator
 
 from memory_bank.bank import MemoryBank
+from memory_bank.errors import InvalidInputError
 from memory_bank.langchain.documents import require_user, result_document
 from memory_bank.records import MemoryKind
 
@@ -78,6 +79,8 @@ class MemoryBankRetriever(BaseRetriever):
             raise TypeError(
                 f"MemoryBankRetriever got unexpected arguments {sorted(kwargs)}; it takes k and reinforce"
             )
+        if not isinstance(query, str):
+            raise InvalidInputError(f"a retriever query must be a string, got {type(query).__name__}")
         if not query.strip():
             return []
         if not self.bank.has_user(self.user):

@@ -244,7 +244,14 @@ class MemoryBankStore(BaseStore):
         key = op.key
         if not isinstance(key, str) or not key.strip():
             raise InvalidInputError(f"a store key must be a non-empty string, got {key!r}")
-        existing = self._memory(user, key)
+        # The key's memory as stored, forgotten ones too: a put or a delete reaches an item the
+        # curve forgot (get no longer shows it, but its text is still kept).
+        existing = self._stored(user, key)
+        if existing is not None and existing.kind not in RETRIEVABLE_KINDS:
+            raise InvalidInputError(
+                f"store key {key!r} is the id of the user's {existing.kind.value.replace('_', ' ')}; "
+                "choose another key"
+            )
         if op.value is None:
             if existing is not None:
                 self.bank.delete_memory(user, key)
@@ -267,6 +274,8 @@ class MemoryBankStore(BaseStore):
         created = previous.get("created_at") or existing.timestamp or existing.date
         extra = {**existing.extra, STORE_EXTRA: {**meta, "created_at": created}}
         self.bank.update_memory(user, key, text=text if text != existing.text else None, extra=extra)
+        if existing.archived:  # written again: back in get and search, its forgetting clock restarted
+            self.bank.restore(user, [key])
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
@@ -275,10 +284,11 @@ class MemoryBankStore(BaseStore):
             return []
         wanted = op.offset + op.limit
         if op.query and op.query.strip():
-            found = self.bank.search(
-                user, op.query, k=max(wanted, 1) if not op.filter else max(self._count(user), 1)
+            found = self.bank.search(  # a few more: forgotten ones found by the cold tier are left out
+                user, op.query, k=wanted + 16 if not op.filter else max(self._count(user), 1)
             )
-            scored = [(r.memory, float(r.score)) for r in found]
+            # A forgotten item is gone from get and search (the cold tier still ranks it).
+            scored = [(r.memory, float(r.score)) for r in found if not r.memory.archived]
         else:
             items = self.bank.storage.memories(
                 self.bank.user(user).id, kinds=RETRIEVABLE_KINDS, include_archived=False
@@ -302,10 +312,14 @@ class MemoryBankStore(BaseStore):
         return sorted(set(namespaces))[op.offset : op.offset + op.limit]
 
     # -- helpers ------------------------------------------------------------------------------
-    def _memory(self, user: str, key: str) -> Memory | None:
+    def _stored(self, user: str, key: str) -> Memory | None:
+        """The user's memory with id ``key``, whatever its kind, forgotten or not."""
         if not self.bank.has_user(user):
             return None
-        memory = self.bank.storage.get_memory(self.bank.user(user).id, key)  # an index lookup
+        return self.bank.storage.get_memory(self.bank.user(user).id, key)  # an index lookup
+
+    def _memory(self, user: str, key: str) -> Memory | None:
+        memory = self._stored(user, key)
         if memory is None or memory.archived or memory.kind not in RETRIEVABLE_KINDS:
             return None
         return memory

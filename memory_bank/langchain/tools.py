@@ -12,6 +12,7 @@ turn; inside an agent its id comes from the tool call's id, so a retried call sa
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from typing import TYPE_CHECKING
 
@@ -112,7 +113,11 @@ def memory_tools(
         bank_, user_ = binding.resolve(runtime)
         call_id = getattr(runtime, "tool_call_id", None)  # set inside an agent
         try:
+            # The call's id makes a retried call store nothing twice.
             memory = bank_.add_turn(user_, content, "", memory_id=f"tool:{call_id}" if call_id else None)
+            if memory.query != content:  # a model whose call ids repeat across runs: another memory
+                digest = hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
+                memory = bank_.add_turn(user_, content, "", memory_id=f"tool:{call_id}:{digest}")
         except MemoryBankError as e:
             raise ToolException(str(e)) from e
         if summarizer is not None:

@@ -150,3 +150,13 @@ def test_write_back_to_the_store_archives(memory_file: Path, make_bank: Any) -> 
     result = as_loader(bank, "Emily", seed=3, now=NOW, write_back=True).forget()
     archived = {m.memory_id for m, _ in bank.memories("Emily") if m.archived}
     assert archived == set(result.forgotten)
+
+
+@pytest.mark.parametrize(("key", "asked"), [("Zoe\u0308", "Zo\u00eb"), ("Zoe\u0308", "Zoe\u0308"), ("Mary  Ann", "Mary Ann")])
+def test_a_file_key_is_found_by_the_user_name_rule_as_import_finds_it(tmp_path: Path, key: str, asked: str) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({key: {"name": key, "history": {"2023-05-01": [{"query": "hi", "response": "hey"}]}}}))
+    docs = MemoryForgetterLoader(path, asked, mode="off", now=NOW).load()
+    assert [d.page_content for d in docs] == ["hi\nhey"]
+    with pytest.raises(InvalidInputError, match="tau must be a number of days"):
+        MemoryForgetterLoader(path, asked, tau="1")  # type: ignore[arg-type]

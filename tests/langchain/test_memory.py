@@ -6,7 +6,7 @@ import pytest
 from langchain_classic.chains import ConversationChain, LLMChain
 from langchain_core.messages import AIMessage, HumanMessage
 
-from memory_bank import MemoryBank, MemoryKind
+from memory_bank import InvalidInputError, MemoryBank, MemoryKind
 from memory_bank.langchain import MemoryBankMemory, as_memory, as_retriever, conversation_prompt
 from tests.conftest import FixedClock
 from tests.langchain.conftest import recording_model
@@ -181,3 +181,11 @@ async def test_async_load_and_save(bank: MemoryBank) -> None:
     memory.clear()
     variables = await memory.aload_memory_variables({"input": "my cat"})
     assert "Miso" in variables["memories"]
+
+
+def test_a_missing_input_is_refused_not_stored_as_none(bank: MemoryBank) -> None:
+    memory = MemoryBankMemory(bank=bank, user="Emily")
+    with pytest.raises(InvalidInputError, match="query is empty"):
+        memory.save_context({"input": None}, {"response": None})
+    memory.save_context({"input": [HumanMessage("I adopted a cat."), HumanMessage("Her name is Miso.")]}, {"response": None})
+    assert [(t.query, t.response) for t in bank.history("Emily")] == [("I adopted a cat.\nHer name is Miso.", "")]

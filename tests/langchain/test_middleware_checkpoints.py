@@ -36,10 +36,11 @@ def test_replaying_a_checkpoint_stores_the_turn_once(bank: MemoryBank) -> None:
     before_store = next(s for s in history if "MemoryBankMiddleware.after_agent" in s.next)
     before_model = next(s for s in history if "model" in s.next)
     agent.invoke(None, before_store.config)  # replay the step that stores the turn
-    agent.invoke(None, before_model.config)  # replay the whole turn: the model answers again
+    assert [(t.query, t.response) for t in bank.history("Emily")] == [("I adopted a cat named Miso.", "Lovely!")]
+    agent.invoke(None, before_model.config)  # replay the whole turn (a regenerate): the model answers again
     assert len(model.prompts) == 2
-    [turn] = bank.history("Emily")
-    assert (turn.query, turn.response) == ("I adopted a cat named Miso.", "Lovely!")
+    [turn] = bank.history("Emily")  # still one turn, now with the reply the thread shows
+    assert (turn.query, turn.response) == ("I adopted a cat named Miso.", "Lovely, again!")
     human = before_model.values["messages"][-1]
     assert turn.memory_id == f"lc:{human.id}"
 
@@ -128,3 +129,53 @@ def test_summaries_run_in_the_background_for_agents(bank: MemoryBank, clock: Any
         agent.invoke({"messages": [{"role": "user", "content": "How are you?"}]})
     assert "MISO" in bank.profile("Emily")["global_summary"]
     assert "MISO" in model.system_texts()[2].split("Summary of past events with this user:")[1]
+
+
+def test_every_user_message_since_the_last_reply_is_stored(bank: MemoryBank) -> None:
+    """Two messages before one reply, or a message whose run failed before the next one was
+    answered: each is a turn (only the last has the reply)."""
+    agent = create_agent(recording_model("Paris with a cat, lovely!"), middleware=[MemoryBankMiddleware(bank, "Emily")])
+    agent.invoke({"messages": [HumanMessage("I just moved to Paris."), HumanMessage("And I adopted a cat named Miso.")]})
+    assert [(t.query, t.response) for t in bank.history("Emily")] == [
+        ("I just moved to Paris.", ""),
+        ("And I adopted a cat named Miso.", "Paris with a cat, lovely!"),
+    ]
+
+    model = recording_model("Got it!")
+    answer = model._generate
+    calls: list[int] = []
+
+    def fails_first(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise TimeoutError("model timeout")
+        return answer(*args, **kwargs)
+
+    object.__setattr__(model, "_generate", fails_first)
+    agent = create_agent(model, middleware=[MemoryBankMiddleware(bank, "Ben")], checkpointer=InMemorySaver())
+    with pytest.raises(TimeoutError):
+        _say(agent, "My PIN reminder: I was born in Oslo.", _thread("b"))
+    _say(agent, "Did you get that?", _thread("b"))
+    assert [(t.query, t.response) for t in bank.history("Ben")] == [
+        ("My PIN reminder: I was born in Oslo.", ""),
+        ("Did you get that?", "Got it!"),
+    ]
+
+
+def test_a_message_edited_in_place_replaces_its_stored_turn(bank: MemoryBank) -> None:
+    """LangGraph edits a message by putting a new one under the same id; the run that follows
+    answers it. The stored turn becomes the message and reply as the thread now has them."""
+    saver = InMemorySaver()
+    agent = create_agent(
+        recording_model("Noted, you live in Paris.", "Noted, you live in Lyon."),
+        middleware=[MemoryBankMiddleware(bank, "Emily")],
+        checkpointer=saver,
+    )
+    agent.invoke({"messages": [HumanMessage("I live in Paris.", id="m1")]}, _thread("e"))
+    agent.invoke({"messages": [HumanMessage("Sorry, I meant: I live in Lyon.", id="m1")]}, _thread("e"))
+    [turn] = bank.history("Emily")
+    assert (turn.memory_id, turn.query, turn.response) == (
+        "lc:m1",
+        "Sorry, I meant: I live in Lyon.",
+        "Noted, you live in Lyon.",
+    )

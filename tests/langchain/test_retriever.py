@@ -106,3 +106,13 @@ def test_invalid_k_is_rejected(emily: MemoryBank) -> None:
         MemoryBankRetriever(bank=emily, user="Emily", k=0)
     with pytest.raises(InvalidInputError):
         as_retriever(emily, "Emily").invoke("cat", k=0)
+
+
+def test_a_query_or_k_that_is_not_one_is_a_clear_error(emily: MemoryBank) -> None:
+    retriever = as_retriever(emily, "Emily")
+    for query in (None, 42):
+        with pytest.raises(InvalidInputError, match="query must be a string"):
+            retriever.invoke(query)  # type: ignore[arg-type]
+    for k in (float("nan"), float("inf"), "many"):
+        with pytest.raises(InvalidInputError, match="k must be a whole number"):
+            emily.search("Emily", "cat", k=k)  # type: ignore[arg-type]

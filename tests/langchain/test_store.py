@@ -251,3 +251,41 @@ def test_created_at_of_a_chat_turn_is_when_it_happened(store: MemoryBankStore, b
     bank.add_turn("Ann", "Back from Lyon.", "Welcome back!", at="2023-04-20T18:30")
     [item] = store.search(ANN)
     assert item.created_at == dt.datetime(2023, 4, 20, 18, 30, tzinfo=dt.timezone.utc)
+
+
+def test_a_forgotten_item_is_written_again_by_a_put_and_deleted_by_a_delete(bank: MemoryBank) -> None:
+    """An app with fixed keys ("prefs") kept losing every write once the curve forgot the item,
+    and a delete left the forgotten text in the store."""
+    store = MemoryBankStore(bank)
+    store.put(ANN, "prefs", {"content": "Ann likes tea."})
+    store.put(ANN, "job", {"content": "Ann is a nurse."})
+    bank.archive("Ann", ["prefs", "job"], hidden=False)  # what the daily forgetting pass does
+    assert store.get(ANN, "prefs") is None
+    assert [i.key for i in store.search(ANN, query="what does Ann drink or do for work?")] == []
+    store.put(ANN, "prefs", {"content": "Ann now likes coffee."})
+    item = store.get(ANN, "prefs")
+    assert item is not None and item.value == {"content": "Ann now likes coffee."}
+    assert [i.key for i in store.search(ANN, query="coffee")] == ["prefs"]
+    store.delete(ANN, "job")  # forgotten, and deleted for good
+    assert {m.memory_id for m, _ in bank.memories("Ann", include_archived=True)} == {"prefs"}
+
+
+def test_a_key_that_is_a_summary_layers_id_is_refused_and_never_overwritten(bank: MemoryBank) -> None:
+    store = MemoryBankStore(bank)
+    bank.set_layer("Ann", MemoryKind.GLOBAL_PORTRAIT, "Calm and kind.")
+    with pytest.raises(InvalidInputError, match="global portrait; choose another key"):
+        store.put(ANN, "Ann_overall_personality", {"content": "Ann's passport is X123."})
+    with pytest.raises(InvalidInputError, match="form of the ids the bank gives"):
+        store.put(ANN, "Ann_overall_history", {"content": "Ann's passport is X123."})  # no summary yet
+    assert bank.layer("Ann", MemoryKind.GLOBAL_PORTRAIT).text == "Calm and kind."  # type: ignore[union-attr]
+    assert store.search(ANN) == []
+
+
+def test_a_value_the_store_cannot_write_is_refused_before_anything_is_written(bank: MemoryBank) -> None:
+    store = MemoryBankStore(bank)
+    for user, value in (("Ann", {"content": "x", "when": dt.date(2023, 5, 1)}), ("Bob", {"content": "x", "s": {1}})):
+        with pytest.raises(InvalidInputError, match="cannot be stored as JSON"):
+            store.put(("memories", user), "k", value)
+    with pytest.raises(InvalidInputError, match="surrogate"):
+        store.put(ANN, "bad\ud800key", {"content": "x"})
+    assert bank.users() == []  # no empty user left behind

@@ -145,3 +145,16 @@ def test_a_missing_user_is_a_clear_error(bank: MemoryBank) -> None:
     )
     with pytest.raises(InvalidInputError, match="context=\\{'user_id': '<user>'\\}"):
         agent.invoke({"messages": [{"role": "user", "content": "cat?"}]})
+
+
+def test_a_tool_call_id_used_again_for_other_content_saves_that_too(bank: MemoryBank) -> None:
+    """Some servers number tool calls per run (``call_0`` every time): the second memory under a
+    repeated id was dropped while the tool said "Saved"."""
+    first = tool_call("save_memory", {"content": "Emily is allergic to peanuts."}, "call_0")
+    second = tool_call("save_memory", {"content": "Emily's sister is called Anna."}, "call_0")
+    agent = create_agent(recording_model(first, "Noted.", second, "Noted."), tools=memory_tools(bank, user="Emily"))
+    said = tool_results(agent.invoke({"messages": [{"role": "user", "content": "I am allergic to peanuts."}]}))
+    said += tool_results(agent.invoke({"messages": [{"role": "user", "content": "My sister is Anna."}]}))
+    stored = {m.memory_id: m.query for m in bank.history("Emily")}
+    assert sorted(stored.values()) == ["Emily is allergic to peanuts.", "Emily's sister is called Anna."]
+    assert said == [f"Saved memory {memory_id}." for memory_id in stored]

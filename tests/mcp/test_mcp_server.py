@@ -211,3 +211,13 @@ async def test_a_server_with_another_encoder_than_the_store_says_so(tmp_path: Pa
             assert result.is_error and "'hashing-32'" in result.content[0].text  # type: ignore[union-attr]
     with MemoryBank.open(store, encoder="hashing-32") as bank:
         assert [m.query for m in bank.history("Emily")] == ["My cat is called Miso."]
+
+
+def test_the_bearer_scheme_is_read_in_any_case_and_nothing_else_passes() -> None:
+    from memory_bank.mcp_server import Users
+
+    users = Users(tokens={"e" * 32: "Emily"})
+    for header in (f"Bearer {'e' * 32}", f"bearer {'e' * 32}", f"BEARER  {'e' * 32} "):
+        assert users.for_token(header) == "Emily", header
+    for header in (None, "", "Bearer", "Bearer ", f"Basic {'e' * 32}", f"Bearer{'e' * 32}", f"Bearer {'e' * 31}"):
+        assert users.for_token(header) is None, header

@@ -37,6 +37,8 @@ REFUSED = [
     "alice\u202e",  # a bidirectional override
     "\u0301bob",  # a leading combining mark
     "bob\x00",
+    "bob\ufe0f",  # a variation selector after a letter shows as nothing
+    "b\U000e0100ob",
     " ",
     "x" * (MAX_USER_NAME + 1),
 ]
@@ -144,3 +146,10 @@ def test_mcp_and_langchain_names_follow_the_rule(tmp_path: Path) -> None:
         assert MemoryBankRetriever(bank=bank, user="Zoe\u0308", k=1).invoke("my cat")
         with pytest.raises(ValueError):
             MemoryBankRetriever(bank=bank, user="\u2800", k=1)
+
+
+@pytest.mark.parametrize("name", ["Kim \u2764\ufe0f", "\u263a\ufe0e Al", "1\ufe0f\u20e3 Bo", "\u845b\U000e0100\u57ce"])
+def test_variation_selectors_that_show_are_kept(name: str) -> None:
+    """After an emoji or symbol, a keycap's digit or a Han ideograph a variation selector picks
+    the glyph: names with them are names as typed."""
+    assert validate_user(name) == name
