@@ -633,11 +633,14 @@ class MemoryBank:
         *,
         batch_size: int = 256,
         progress: Callable[[int], None] | None = None,
+        replace: bool = True,
     ) -> UserRecord:
         """Make ``user`` hold exactly ``memories`` (an import): the retrievable ones are embedded
         first, then the user is created, or replaced, in one transaction
         (:meth:`Storage.replace_user`). A failure or a kill at any point leaves the user as they
-        were; a reader never sees a half-imported user."""
+        were; a reader never sees a half-imported user. With ``replace=False`` a user who exists
+        by the time of that transaction (another import, a first chat turn meanwhile) is an
+        error and keeps everything."""
         found = self.find_user(user)
         user = found.name if found is not None else validate_user(user)
         retrievable = [i for i, m in enumerate(memories) if m.kind in RETRIEVABLE_KINDS]
@@ -653,7 +656,9 @@ class MemoryBank:
         for m in memories:
             m.user = user
         old = self.storage.get_user(user)
-        rec = self.storage.replace_user(user, extra, memories, retrievable, vectors, self.encoder_name)
+        rec = self.storage.replace_user(
+            user, extra, memories, retrievable, vectors, self.encoder_name, replace=replace
+        )
         if old is not None:
             self._cache.drop(old.id)
             self.cold.drop(old.id)

@@ -8,9 +8,12 @@ never modified.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import json
 import logging
+import re
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -45,7 +48,7 @@ def _export(args: argparse.Namespace) -> int:
     from memory_bank.original_format import export_data, write_json_atomic
 
     with open_bank(args) as bank:
-        data = export_data(bank, [args.user] if args.user else None)
+        data = export_data(bank, [args.user] if args.user is not None else None)
     if args.out in (None, "-"):
         dump_json(data)
     else:
@@ -292,6 +295,11 @@ def load_commands() -> None:
                 raise
 
 
+def _one_line(message: str) -> str:
+    """An error as one line: a driver's or a parser's message can span several."""
+    return re.sub(r"\s*\n\s*", " ", message.strip())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     load_commands()
     parser = build_parser()
@@ -303,7 +311,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args.command)(args)
     except MemoryBankError as e:
-        print(f"memorybank: error: {e}", file=sys.stderr)
+        print(f"memorybank: error: {_one_line(str(e))}", file=sys.stderr)
+        return 2
+    except OSError as e:  # the machine's: a full disk, a path through a file, no permission
+        where = f" ({e.filename})" if e.filename else ""
+        hint = "; free some space and run it again" if e.errno == errno.ENOSPC else ""
+        print(f"memorybank: error: {e.strerror or e}{where}{hint}", file=sys.stderr)
+        return 2
+    except sqlite3.OperationalError as e:
+        if "full" not in str(e):
+            raise
+        print(f"memorybank: error: {e}; free some space and run it again", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("memorybank: interrupted", file=sys.stderr)

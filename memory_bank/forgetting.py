@@ -96,7 +96,9 @@ def pass_rng(seed: int | None, user: str, day: str | dt.date) -> np.random.Gener
     """The generator of a stochastic pass: reproducible per (seed, user, day) when seeded."""
     if seed is None:
         return np.random.default_rng()
-    return np.random.default_rng([seed, zlib.crc32(user.encode()), day_number(day)])
+    # NumPy's seed words are non-negative: a negative seed or a day before 1970 wraps (the
+    # same words as before for every seed and day that were accepted).
+    return np.random.default_rng([seed % 2**64, zlib.crc32(user.encode()), day_number(day) % 2**32])
 
 
 _EPOCH = dt.date(1970, 1, 1)

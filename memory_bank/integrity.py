@@ -126,6 +126,14 @@ def inspect(db: Path, *, quick_check: bool = True) -> dict[str, str]:
         try:
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall()) if "meta" in tables else {}
+        except sqlite3.OperationalError as e:
+            if "disk I/O" not in str(e) and "full" not in str(e):
+                raise _refuse(db, f"is damaged or not a memory store ({e}); run 'memorybank check'") from e
+            # A full disk fails the read-only open too (SQLite cannot map its WAL index): the
+            # file is not damaged, and must not be replaced by an older backup for it.
+            raise _refuse(
+                db, f"cannot be read ({e}): the disk may be full or failing; free some space and try again"
+            ) from e
         except sqlite3.DatabaseError as e:
             raise _refuse(db, f"is damaged or not a memory store ({e}); run 'memorybank check'") from e
         missing = [t for t in _TABLES if t not in tables]

@@ -403,7 +403,7 @@ def import_data(
         plan.append((name, mems, extra))
     counts: dict[str, int] = {}
     for name, mems, extra in plan:
-        bank.import_user(name, mems, extra, progress=progress)
+        bank.import_user(name, mems, extra, progress=progress, replace=replace)
         counts[name] = len(mems)
     return counts
 

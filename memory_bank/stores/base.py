@@ -162,11 +162,15 @@ class Storage(abc.ABC):
         embedded: Sequence[int],
         vectors: np.ndarray | None,
         encoder: str,
+        *,
+        replace: bool = True,
     ) -> UserRecord:
         """In one transaction: delete the user ``name`` if present, create them anew with
         ``extra`` and insert ``memories`` (``vectors[j]`` belongs to ``memories[embedded[j]]``);
         sets each memory's ``rowid``. All or nothing: an import never leaves a user half-written
-        or their old data gone."""
+        or their old data gone. With ``replace=False`` a user of that name, even one created
+        since the caller looked (another import, a chat's first turn), is an error and nothing
+        is written."""
 
     # writing memories
     @abc.abstractmethod

@@ -506,10 +506,17 @@ class SQLStorage(Storage):
         embedded: Sequence[int],
         vectors: np.ndarray | None,
         encoder: str,
+        *,
+        replace: bool = True,
     ) -> UserRecord:
         def run(c: Cursor) -> None:
             self._lock_name(c, name)  # two imports of one user run one after the other
             old = c.execute("SELECT id FROM users WHERE name = ?", (name,)).fetchone()
+            if old is not None and not replace:
+                raise InvalidInputError(
+                    f"user {name!r} already has memories in this store (written while this import "
+                    "ran); pass --replace to overwrite them, or import into another store"
+                )
             new_extra = dict(extra)
             if old is not None and self._lock_user(c, int(old[0]), missing_ok=True):
                 self._delete(c, "user_id = ?", (int(old[0]),), user_id=int(old[0]))

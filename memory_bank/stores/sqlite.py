@@ -373,8 +373,10 @@ class SQLiteStorage(SQLStorage):
         embedded: Sequence[int],
         vectors: np.ndarray | None,
         encoder: str,
+        *,
+        replace: bool = True,
     ) -> UserRecord:
-        user = super().replace_user(name, extra, memories, embedded, vectors, encoder)
+        user = super().replace_user(name, extra, memories, embedded, vectors, encoder, replace=replace)
         self._flush_deleted()  # the replaced memories
         return user
 

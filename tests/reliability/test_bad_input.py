@@ -135,3 +135,25 @@ def test_odd_hashing_encoder_names_are_one_line(tmp_path, capsys, encoder) -> No
     code = main(["add", "--store", str(tmp_path / "s"), "--encoder", encoder, "--user", "Ann", "--query", "hi"])
     err = capsys.readouterr().err
     assert code == 2 and "whole number from 1 to 4096" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_environments_mistakes_are_one_line_and_an_empty_user_exports_nobody(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    store = str(tmp_path / "s")
+    common = ["--store", store, "--encoder", "hashing-32"]
+    for user in ("Alice", "Bob"):
+        assert main(["add", *common, "--user", user, "--query", f"{user} likes tea"]) == 0
+    (tmp_path / "a_file").write_text("not a folder")
+    runs = {
+        "empty user": ["export", *common, "--user", "", "--out", str(tmp_path / "out.json")],  # an unset $NAME
+        "export through a file": ["export", *common, "--out", str(tmp_path / "a_file" / "out.json")],
+        "backup through a file": ["backup", "--store", store, "--out", str(tmp_path / "a_file" / "b.mbk")],
+        "negative seed": ["forget", *common, "--user", "Alice", "--policy", "stochastic", "--seed", "-5"],
+        "a day before 1970": ["forget", *common, "--user", "Alice", "--policy", "stochastic", "--seed", "3", "--now", "1960-01-01"],
+    }
+    codes = {}
+    for what, argv in runs.items():
+        codes[what] = main(argv)
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and len(err.strip().splitlines()) <= 1, (what, err)
+    assert codes == {"empty user": 2, "export through a file": 2, "backup through a file": 2, "negative seed": 0, "a day before 1970": 0}
+    assert not (tmp_path / "out.json").exists()

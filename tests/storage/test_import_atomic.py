@@ -122,3 +122,21 @@ def test_reimport_of_a_user_who_changed_since_still_needs_replace(make_bank) -> 
     changed = json.loads(json.dumps(OLD).replace("old memory", "other memory"))
     with pytest.raises(ValueError, match="--replace"):
         import_data(bank, changed)
+
+
+def test_a_user_written_while_an_import_embeds_is_kept_not_replaced(make_bank, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """An import checks for the user before it embeds, which takes minutes for a long history;
+    a chat's first turn or another import of the user meanwhile was wiped by the import's
+    write, which reported success."""
+    importer, app = make_bank(), make_bank()  # two processes on one store
+    embed = importer._embed
+
+    def embed_while_the_user_chats(texts: list[str], **kwargs: Any) -> Any:
+        if not app.has_user("Ann"):
+            app.add_turn("Ann", "I just told the app about my cat Miso.", "Lovely!")
+        return embed(texts, **kwargs)
+
+    monkeypatch.setattr(importer, "_embed", embed_while_the_user_chats)
+    with pytest.raises(Exception, match="already has memories in this store"):
+        import_data(importer, _file([{"query": f"imported {i}", "response": "ok"} for i in range(5)]))
+    assert _queries(make_bank(), "Ann") == ["I just told the app about my cat Miso."]
