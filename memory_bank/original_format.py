@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from memory_bank.errors import InvalidInputError, MemoryFileError
 from memory_bank.records import MAX_STRENGTH, Memory, MemoryKind, turn_text
-from memory_bank.text import canonical_day, check_text, check_unicode, parse_day, validate_user
+from memory_bank.text import canonical_day, check_text, check_unicode, parse_day, parse_time, validate_user
 
 if TYPE_CHECKING:
     from memory_bank.bank import MemoryBank
@@ -39,6 +39,11 @@ _FORGET_KEYS = ("memory_strength", "memory_id", "last_recall_date")
 #: This package's state flags, written only when set: ``archived`` (forgotten by the curve, still
 #: consulted by the cold tier) and ``hidden`` (hidden by the user, never retrieved until restored).
 _STATE_KEYS = ("archived", "hidden")
+#: A turn's fields this package adds, written when set: ``timestamp`` (when it was said, ISO 8601)
+#: and ``weight`` (its content weight, which scales its forgetting: see :mod:`memory_bank.salience`).
+_TURN_KEYS = ("timestamp", "weight")
+#: The largest content weight a file may give (the package's own are 0.25-2).
+MAX_WEIGHT = 100.0
 _KNOWN_USER_KEYS = (
     "name",
     "history",
@@ -240,6 +245,16 @@ def _check_turn(turn: Any, source: str, where: str, ids: set[str]) -> None:
             raise _fail(source, where, f"{field!r} must be a string, got {type(turn.get(field)).__name__}")
         _text(turn[field], source, f"{where}, {field}")
     _check_forget_fields(turn, source, where, ids)
+    if turn.get("timestamp") is not None:
+        try:
+            parse_time(turn["timestamp"] if isinstance(turn["timestamp"], str) else "?")
+        except InvalidInputError as e:
+            raise _fail(source, where, f"timestamp {turn['timestamp']!r} is not an ISO 8601 time") from e
+    weight = turn.get("weight", 1.0)
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not 0 < weight <= MAX_WEIGHT:
+        raise _fail(
+            source, where, f"weight must be a number above 0 and at most {MAX_WEIGHT:g}, got {weight!r}"
+        )
 
 
 #: Where a record's forgetting and state fields are kept as the file gave them (see :func:`_as_given`).
@@ -254,10 +269,15 @@ def _split_record(record: dict[str, Any], known: tuple[str, ...]) -> tuple[dict[
     other = {k: v for k, v in record.items() if k not in known}
     if other:
         info["other"] = other
-    given = {k: record[k] for k in (*_FORGET_KEYS, *_STATE_KEYS) if k in record}
+    given = {k: record[k] for k in (*_FORGET_KEYS, *_STATE_KEYS, *_TURN_KEYS) if k in record}
     if given:
         info[_GIVEN] = given
     return {k: record[k] for k in known if k in record}, info
+
+
+def _time_of(given: str | None) -> str | None:
+    """A turn's ``timestamp`` as the store keeps it (to the second, as ``add_turn`` writes it)."""
+    return None if given is None else parse_time(given).isoformat(timespec="seconds")
 
 
 def user_memories(name: str, user: dict[str, Any]) -> tuple[list[Memory], dict[str, Any]]:
@@ -271,7 +291,9 @@ def user_memories(name: str, user: dict[str, Any]) -> tuple[list[Memory], dict[s
             if isinstance(turn, list):
                 fields, info = {"query": turn[0], "response": turn[1]}, {"shape": "list"}
             else:
-                fields, info = _split_record(turn, ("query", "response", *_FORGET_KEYS, *_STATE_KEYS))
+                fields, info = _split_record(
+                    turn, ("query", "response", *_FORGET_KEYS, *_STATE_KEYS, *_TURN_KEYS)
+                )
             mems.append(
                 Memory(
                     memory_id=fields.get("memory_id") or f"{name}_{day}_{i}",
@@ -288,6 +310,8 @@ def user_memories(name: str, user: dict[str, Any]) -> tuple[list[Memory], dict[s
                     hidden=bool(fields.get("hidden", False)),
                     extra=info,
                     context=previous,
+                    timestamp=_time_of(fields.get("timestamp")),
+                    weight=float(fields.get("weight", 1.0)),
                 )
             )
             previous = fields["response"] or None
@@ -450,6 +474,18 @@ def _as_given(m: Memory) -> dict[str, Any] | None:
     return given if imported == (m.strength, m.last_recall_date, m.archived, m.hidden) else None
 
 
+def _turn_values(m: Memory) -> dict[str, Any]:
+    """A turn's :data:`_TURN_KEYS` that are set (none for a summary layer)."""
+    if m.kind is not MemoryKind.TURN:
+        return {}
+    out: dict[str, Any] = {}
+    if m.timestamp:
+        out["timestamp"] = m.timestamp
+    if m.weight != 1.0:
+        out["weight"] = m.weight
+    return out
+
+
 def _record(
     m: Memory, base: dict[str, Any], forget_default: bool, default_shape: str | None = None
 ) -> dict[str, Any] | list[Any] | str:
@@ -458,8 +494,9 @@ def _record(
     if fields is not None and (given := _as_given(m)) is not None:  # as imported: as the file had it
         values = {**base, **m.extra.get("other", {}), **given}
         return {k: values[k] for k in fields if k in values}
+    turn = _turn_values(m)
     touched = m.strength != 1 or m.last_recall_date is not None or m.archived
-    if shape == "list" and not touched:
+    if shape == "list" and not touched and not turn:
         return [m.query, m.response]
     if shape == "str" and not touched:
         return m.text
@@ -468,14 +505,14 @@ def _record(
         "memory_id": m.memory_id,
         "last_recall_date": _recall_as_given(m),
     }
-    values = {**base, **forget, **m.extra.get("other", {})}
+    values = {**base, **turn, **forget, **m.extra.get("other", {})}
     if m.archived:
         values["archived"] = True
     if m.hidden:
         values["hidden"] = True
     states = [k for k in _STATE_KEYS if values.get(k)]
     if fields is None:  # made by this package, or reshaped: write every field
-        keys = list(base) + (list(forget) if forget_default or touched else []) + states
+        keys = list(base) + list(turn) + (list(forget) if forget_default or touched else []) + states
     else:
         keys = list(fields)
         if touched:

@@ -170,6 +170,9 @@ def test_replace_with_the_file_imported_before_restores_it(make_bank, tmp_path) 
         (b'{"a": {"history": {"2023-04-27": [{"query": "q", "response": "r", "memory_strength": 0}]}}}',
          "memory_strength"),
         (b'{"a": {"summary": {"2023-04-27": 42}}}', "summary 2023-04-27"),
+        (b'{"a": {"history": {"2023-04-27": [{"query": "q", "response": "r", "timestamp": "noon"}]}}}', "timestamp"),
+        (b'{"a": {"history": {"2023-04-27": [{"query": "q", "response": "r", "weight": 0}]}}}', "weight must be"),
+        (b'{"a": {"history": {"2023-04-27": [{"query": "q", "response": "r", "weight": NaN}]}}}', "weight must be"),
         (b'{"": {}}', "empty"),
         (b'{"a\\u0000b": {}}', "control"),
         (b"\xff\xfe\x00garbage", "not UTF-8"),
@@ -190,8 +193,8 @@ def test_export_of_new_turns_uses_the_forgetting_format(make_bank, tmp_path) -> 
     bank.set_layer("Ann", MemoryKind.DAILY_PERSONALITY, "Cheerful.", date="2023-05-01")
     out = export_data(bank)["Ann"]
     assert out["history"]["2023-05-01"] == [
-        {"query": "I bake bread.", "response": "Yum!", "memory_strength": 1, "memory_id": "Ann_2023-05-01_0",
-         "last_recall_date": None}
+        {"query": "I bake bread.", "response": "Yum!", "timestamp": "2023-05-01T10:00:00",
+         "memory_strength": 1, "memory_id": "Ann_2023-05-01_0", "last_recall_date": None}
     ]
     assert out["personality"] == {"2023-05-01": "Cheerful."}
     # and it imports back
@@ -227,3 +230,22 @@ def test_a_directory_given_as_the_memory_file_is_named_as_such(tmp_path) -> None
         load_memory_file(tmp_path)
     with pytest.raises(MemoryFileError, match="does not exist"):
         load_memory_file(tmp_path / "missing.json")
+
+
+def test_a_store_exported_and_imported_again_forgets_exactly_as_before(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The export dropped each turn's time and content weight: imported again, a personal
+    statement (weight 2) faded like small talk and was forgotten a month early."""
+    bank: MemoryBank = make_bank()
+    bank.add_turn("Ann", "I adopted a cat named Miso.", "Lovely!", at="2023-05-01T18:30")
+    bank.add_turn("Ann", "ok thanks", "sure", at="2023-05-01T18:31")
+    data = export_data(bank)
+    again = make_bank(tmp_path / "again")
+    import_data(again, json.loads(json.dumps(data)))
+
+    def state(b: MemoryBank) -> list[tuple[str, str | None, float, int]]:
+        return [(m.memory_id, m.timestamp, m.weight, m.strength) for m, _ in b.memories("Ann")]
+
+    assert state(again) == state(bank) and {w for _, _, w, _ in state(bank)} == {2.0, 0.25}
+    assert export_data(again) == data
+    forgotten = [set(b.forget("Ann", now="2023-05-31")["Ann"].forgotten) for b in (bank, again)]
+    assert forgotten[0] == forgotten[1] == {"Ann_2023-05-01_1"}
