@@ -325,14 +325,18 @@ class MemoryBank:
                 )
         return encoder
 
-    def check_encoder(self) -> None:
+    def check_encoder(self, *, load_new: bool = False) -> None:
         """Refuse now, loading no model, an encoder asked for by name that is not the store's:
         what an app does at start rather than at its first message (the dimension and
-        fingerprint are checked when the encoder is first used)."""
+        fingerprint are checked when the encoder is first used). ``load_new``: an encoder asked
+        for on a store that records none yet (a new one) is loaded now, so a name that cannot
+        load is refused at start instead of failing every message."""
         stored = self._recorded_encoder()
         wanted, asked = self._asked_encoder()
         if asked and stored is not None and stored.name != wanted:
             self._store_encoder()  # raises the mismatch with its fix
+        if load_new and asked and stored is None:
+            self.encoder  # noqa: B018 (loads it, or raises naming the problem)
 
     def _follow_store_encoder(self) -> None:
         """Notice that another process switched the store to another encoder since this bank

@@ -172,8 +172,11 @@ def _read_file(path: Path) -> dict[str, Any]:
             import yaml
 
             data = yaml.safe_load(raw)
-    except (OSError, ValueError) as e:  # yaml.YAMLError and JSONDecodeError are ValueErrors
-        raise LLMSpecError(f"cannot read LLM spec file {str(path)!r}: {e}") from e
+    except Exception as e:  # OSError, JSONDecodeError, UnicodeDecodeError, yaml.YAMLError
+        if not isinstance(e, OSError | ValueError) and type(e).__module__.split(".")[0] != "yaml":
+            raise
+        reason = " ".join(str(e).split())  # YAML's messages span lines
+        raise LLMSpecError(f"cannot read LLM spec file {str(path)!r}: {reason}") from e
     if isinstance(data, Mapping) and isinstance(data.get("llm"), Mapping):
         data = data["llm"]  # a larger config file with an `llm:` section
     if not isinstance(data, Mapping):

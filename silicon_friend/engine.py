@@ -37,7 +37,7 @@ from memory_bank.config import DEFAULT_HISTORY_WINDOW, DEFAULT_TOP_K
 from memory_bank.errors import InvalidInputError, MemoryBankError
 from memory_bank.records import Memory, SearchResult
 from memory_bank.retrieval.dialogue import chat_query
-from memory_bank.text import has_visible, validate_user
+from memory_bank.text import check_unicode, has_visible, validate_user
 from silicon_friend.budget import FittedPrompt, PromptPlan, fit_prompt
 from silicon_friend.echo import strip_echo
 from silicon_friend.errors import (
@@ -381,7 +381,7 @@ class SiliconFriend:
             raise NoSessionError("say who you are first: enter your name")
         if not isinstance(message, str) or not has_visible(message):  # a lone zero-width space too
             raise InvalidInputError("the message is empty; type something to send")
-        message = clean_text(message)
+        message = check_unicode(clean_text(message), "the message")  # undecodable bytes: refused, not lost
         if len(message) > MAX_TEXT:
             raise InvalidInputError(f"the message is {len(message):,} characters; the limit is {MAX_TEXT:,}")
         settings = settings or self.settings

@@ -16,6 +16,7 @@ from typing import Any
 
 from memory_bank.bank import MemoryBank
 from memory_bank.config import SummaryConfig
+from memory_bank.errors import StoreError
 from silicon_friend.engine import ChatSettings, SiliconFriend
 from silicon_friend.models import LoadedModel, load_model
 
@@ -54,10 +55,18 @@ def open_bank(options: Options) -> MemoryBank:
         overrides["encoder"] = options.encoder
     if options.forgetting:
         overrides["forgetting"] = {"mode": options.forgetting}
-    Path(options.data_dir).expanduser().mkdir(parents=True, exist_ok=True)
-    bank = MemoryBank.open(Path(options.data_dir).expanduser(), config_file=options.config, **overrides)
+    where = Path(options.data_dir).expanduser()
     try:
-        bank.check_encoder()  # --encoder that is not the store's: refused at start, not mid-chat
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError as e:  # a file there, a read-only or missing mount
+        raise StoreError(
+            f"cannot use {str(where)!r} as the data directory ({e.strerror or e}); give --data-dir a "
+            "directory this user can write"
+        ) from e
+    bank = MemoryBank.open(where, config_file=options.config, **overrides)
+    try:
+        # --encoder that is not the store's, or cannot load: refused at start, not mid-chat
+        bank.check_encoder(load_new=bool(options.encoder))
     except BaseException:
         bank.close()
         raise

@@ -12,9 +12,11 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import signal
 import sys
+import threading
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
 
 from memory_bank.errors import MemoryBankError
 from silicon_friend.engine import SiliconFriend, Turn
@@ -32,6 +34,11 @@ class TerminalTexts:
     cleared: str
     bye: str
     failed: str
+    not_saved: str
+    failed_temporary: str
+    stopping: str
+    saving: str
+    unreadable: str
     no_memories: str
     summary: str
     portrait: str
@@ -56,6 +63,11 @@ TERMINAL: dict[str, TerminalTexts] = {
         cleared="(conversation cleared; your memories are kept)",
         bye="Bye, {user}! Your memories are saved.",
         failed="[the model failed to reply: {error}; your message was saved]",
+        not_saved="[your message was NOT saved: {error}]",
+        failed_temporary="[the model failed to reply: {error}; a temporary chat saves nothing]",
+        stopping=" (stopping)",
+        saving="(saving your message; press Ctrl-C twice more to quit without saving it)",
+        unreadable="(that line is not UTF-8 text and was not sent; type it again)",
         no_memories="(no memories yet)",
         summary="Summary of past events",
         portrait="Your portrait",
@@ -78,6 +90,11 @@ TERMINAL: dict[str, TerminalTexts] = {
         cleared="（对话已清空，记忆仍然保留）",
         bye="再见，{user}！你的记忆已保存。",
         failed="[模型没有成功回复：{error}；你的消息已保存]",
+        not_saved="[你的消息没有保存：{error}]",
+        failed_temporary="[模型没有成功回复：{error}；临时对话不保存任何内容]",
+        stopping="（正在停止）",
+        saving="（正在保存你的消息；再按两次 Ctrl-C 会不保存就退出）",
+        unreadable="（这一行不是 UTF-8 文本，没有发送；请重新输入）",
         no_memories="（还没有记忆）",
         summary="过往事件总结",
         portrait="你的性格画像",
@@ -109,7 +126,7 @@ def _why(turn: Turn | None, t: TerminalTexts, out: TextIO) -> None:
         out.write(t.stored.replace("{reinforced}", more) + "\n")
 
 
-def _read(input_fn: InputFn, prompt: str, out: TextIO) -> str | None:
+def _read(input_fn: InputFn, prompt: str, out: TextIO, t: TerminalTexts) -> str | None:
     try:
         return input_fn(prompt)
     except (EOFError, StopIteration):
@@ -117,6 +134,37 @@ def _read(input_fn: InputFn, prompt: str, out: TextIO) -> str | None:
     except KeyboardInterrupt:
         out.write("\n")
         return None
+    except UnicodeDecodeError:  # bytes of another encoding, read by a strict decoder
+        out.write("\n" + t.unreadable + "\n")
+        return ""
+
+
+class _CtrlCStops:
+    """While a reply is made and stored, Ctrl-C stops the reply (as the web's Stop) instead of
+    raising wherever the program is: raised inside the storing, it lost the turn; inside an
+    import of the encoder, it left the module half-loaded and the chat crashed. A third press
+    while the turn is still being saved quits as Ctrl-C always did."""
+
+    def __init__(self, cancel: threading.Event, out: TextIO, t: TerminalTexts) -> None:
+        self.cancel, self.out, self.t, self.presses = cancel, out, t, 0
+        self.previous: Any = None
+
+    def __enter__(self) -> _CtrlCStops:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._pressed)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+
+    def _pressed(self, signum: int, frame: Any) -> None:
+        self.presses += 1
+        if self.presses >= 3:
+            raise KeyboardInterrupt
+        self.out.write(self.t.stopping if self.presses == 1 else "\n" + self.t.saving + "\n")
+        self.out.flush()
+        self.cancel.set()
 
 
 def run_chat(
@@ -131,14 +179,14 @@ def run_chat(
     t = TERMINAL[engine.language]
     bot = engine.bot_name
     while not user or not user.strip():
-        user = _read(input_fn, t.ask_name, out)
+        user = _read(input_fn, t.ask_name, out, t)
         if user is None:
             return 0
     session = engine.start(user.strip())
     fill = lambda s: s.replace("{user}", session.user).replace("{bot}", bot)  # noqa: E731
     out.write(fill(t.welcome_back if session.returning else t.welcome_new) + "\n" + t.help + "\n")
     while True:
-        line = _read(input_fn, fill(t.you), out)
+        line = _read(input_fn, fill(t.you), out, t)
         if line is None or line.strip() == "stop":
             out.write(fill(t.bye) + "\n")
             return 0
@@ -166,6 +214,9 @@ def run_chat(
             except MemoryBankError as e:
                 out.write(f"[{e}]\n")
                 continue
+            except KeyboardInterrupt:  # stops the summarising, not the chat
+                out.write("\n")
+                continue
             out.write(f"{t.summary}: {profile['global_summary'] or t.none_yet}\n")
             out.write(f"{t.portrait}: {profile['global_portrait'] or t.none_yet}\n")
         elif command == "/why":
@@ -178,17 +229,22 @@ def run_chat(
         else:
             out.write(f"{bot}: ")
             out.flush()
-            stream = engine.stream(session, line)
-            try:
-                for piece in stream:
-                    out.write(piece)
-                    out.flush()
-            except KeyboardInterrupt:  # Ctrl-C stops the reply, not the chat
-                stream.close()
-            except MemoryBankError as e:  # refused before anything was stored (too long, ...)
-                out.write(t.refused.replace("{error}", str(e)) + "\n")
-                continue
+            cancel = threading.Event()
+            with _CtrlCStops(cancel, out, t):
+                stream = engine.stream(session, line, cancel=cancel)
+                try:
+                    for piece in stream:
+                        out.write(piece)
+                        out.flush()
+                except KeyboardInterrupt:  # the third Ctrl-C: quit as asked
+                    stream.close()
+                    raise
+                except MemoryBankError as e:  # refused before anything was stored (too long, ...)
+                    out.write(t.refused.replace("{error}", str(e)) + "\n")
+                    continue
             turn = session.turns[-1]
-            if turn.error:
-                out.write(t.failed.replace("{error}", turn.error))
+            if not turn.stored and not turn.temporary:
+                out.write(t.not_saved.replace("{error}", turn.error or "?"))
+            elif turn.error:
+                out.write((t.failed_temporary if turn.temporary else t.failed).replace("{error}", turn.error))
             out.write("\n")

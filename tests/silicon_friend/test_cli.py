@@ -131,3 +131,28 @@ def test_python_dash_m_silicon_friend_is_the_command() -> None:
         timeout=120,
     )
     assert out.returncode == 2 and "invalid choice: 'xx'" in out.stderr  # the same parser as silicon-friend
+
+
+def test_a_bad_data_dir_encoder_or_llm_file_is_one_line_at_start(tmp_path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A mistyped --encoder on a new store failed every message while the chat said each was
+    saved; a file given as --data-dir and a malformed YAML --llm file printed tracebacks."""
+    (tmp_path / "a_file").write_text("x")
+    (tmp_path / "bad.yaml").write_text("model: [unclosed\n  base_url: x\n")
+    llm = ["--llm", "openai:x@http://h/v1", "--no-summaries"]
+    runs = {
+        "llm file": ["chat", "--user", "Emily", "--data-dir", str(tmp_path / "d2"), "--llm", str(tmp_path / "bad.yaml")],
+        "encoder": ["chat", "--user", "Emily", "--data-dir", str(tmp_path / "new"), "--encoder", "no-such-encoder", *llm],
+        "data dir": ["chat", "--user", "Emily", "--data-dir", str(tmp_path / "a_file" / "d"), *llm],
+    }
+    for what, argv in runs.items():
+        if what == "encoder":  # from here on the model loads (a fake): the store is what fails
+            monkeypatch.setattr(runtime, "load_model", lambda spec, **kw: prepare_model(EchoChatModel(), context_tokens=2048))
+            monkeypatch.setattr(sys, "stdin", io.StringIO("I adopted a cat.\nstop\n"))
+        code = cli.main(argv)
+        err = capsys.readouterr().err
+        errors = [line for line in err.splitlines() if "error" in line]
+        assert code == 2 and len(errors) == 1 and "Traceback" not in err, (what, err)
+    from memory_bank import MemoryBank
+
+    with MemoryBank.open(tmp_path / "new", encoder="hashing") as bank:
+        assert bank.users() == []  # nothing was "saved" with an encoder that cannot load

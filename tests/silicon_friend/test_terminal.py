@@ -124,3 +124,60 @@ def test_a_refused_message_is_said_and_the_chat_goes_on(make_engine) -> None:  #
     assert text.count("[not sent: ") == 2 and "send a shorter message" in text and "the limit is" in text
     assert "SiliconFriend: Echo: hello" in text
     assert [m.query for m in engine.bank.history("Emily")] == ["hello"]
+
+
+def _ctrl_c_after(seconds: float) -> None:
+    import os
+    import signal
+    import threading
+
+    threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+
+def test_ctrl_c_while_the_turn_is_saved_keeps_it_and_the_chat(engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The first turn's saving loads the encoder (seconds): a Ctrl-C then raised inside the
+    storing and the turn was lost while the chat said nothing was wrong."""
+    import os
+    import signal
+
+    add_turn = engine.bank.add_turn
+    pressed: list[int] = []
+
+    def pressed_while_saving(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if not pressed:
+            pressed.append(1)
+            os.kill(os.getpid(), signal.SIGINT)  # the handler runs here, in the main thread
+        return add_turn(*args, **kwargs)
+
+    monkeypatch.setattr(engine.bank, "add_turn", pressed_while_saving)
+    text = drive(engine, ["I adopted a cat named Miso.", "She is grey."])
+    assert pressed and "Bye, Emily!" in text
+    assert [m.query for m in engine.bank.history("Emily")] == ["I adopted a cat named Miso.", "She is grey."]
+
+
+def test_ctrl_c_mid_reply_stops_it_and_stores_what_was_said(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(EchoChatModel(reply="one two three four five six seven eight", mode="slow", delay=0.15))
+    _ctrl_c_after(0.5)
+    text = drive(engine, ["Tell me something long.", "/why"])
+    [turn] = engine.bank.history("Emily")
+    assert turn.query == "Tell me something long." and turn.extra.get("stopped") is True
+    assert turn.response.startswith("one") and "eight" not in turn.response
+    assert "(stopping)" in text and "that turn was stored" in text
+
+
+def test_a_message_that_cannot_be_stored_is_never_called_saved(make_engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from memory_bank.errors import StoreError
+
+    engine = make_engine(EchoChatModel(mode="error"))
+    text = drive(engine, ["caf\udce9 au lait", "/temporary", "hello?", "/temporary"])
+    assert "[not sent:" in text and "surrogate" in text  # bytes that are not UTF-8: refused up front
+    assert "a temporary chat saves nothing]" in text and "your message was saved" not in text
+
+    def full_disk(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise StoreError("database or disk is full")
+
+    monkeypatch.setattr(engine.bank, "add_turn", full_disk)
+    text = drive(engine, ["hello again"])
+    assert "your message was NOT saved:" in text and "disk is full" in text
+    assert "your message was saved" not in text
+    assert not engine.bank.has_user("Emily")
