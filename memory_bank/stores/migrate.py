@@ -106,6 +106,30 @@ def migrate(
         return _migrate(source, target, progress, replace, batch_size, on_user)
 
 
+def _check_encoders(src: Storage, dst: Storage) -> None:
+    """A store searches with one encoder: vectors of another copied in are never found (its
+    ``check`` says ok). Refused before anything is written; into a store that holds no vectors
+    yet, the source's encoder record comes along."""
+    from memory_bank import encoder_identity as identity
+
+    src_enc = identity.recorded(src.meta()) or identity.from_vectors(src.vector_encoders())
+    held = dst.vector_encoders()
+    if src_enc is None:
+        return
+    if not held:
+        record = {identity.NAME_KEY: src_enc.name, identity.DIM_KEY: str(src_enc.dim)}
+        dst.set_meta({**record, identity.PROBE_KEY: src_enc.fingerprint or ""}, replace=True)
+        return
+    dst_enc = identity.recorded(dst.meta()) or identity.from_vectors(held)
+    if dst_enc is not None and (dst_enc.name, dst_enc.dim) != (src_enc.name, src_enc.dim):
+        raise InvalidInputError(
+            f"the destination's memories are embedded with {identity.describe(dst_enc)} and the "
+            f"source's with {identity.describe(src_enc)}: a store searches with one encoder, so the "
+            "copied ones would never be found; re-embed one of the two first ('memorybank reembed "
+            "--store ... --encoder ...'), or migrate into an empty store"
+        )
+
+
 def _migrate(
     src: Storage,
     dst: Storage,
@@ -114,6 +138,7 @@ def _migrate(
     batch_size: int,
     on_user: Callable[[str], None] | None,
 ) -> dict[str, Any]:
+    _check_encoders(src, dst)
     users = src.list_users()
     clashes = [u.name for u in users if dst.get_user(u.name) is not None]
     if clashes and not replace:

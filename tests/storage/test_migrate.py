@@ -199,3 +199,24 @@ def test_migrate_cli_sqlite_only(tmp_path, capsys) -> None:  # type: ignore[no-u
     dst = SQLiteStorage(tmp_path / "dst", create=False)
     assert _contents(dst) == before
     dst.close()
+
+
+def test_a_store_of_another_encoder_is_refused_and_an_empty_one_takes_the_sources(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Vectors of another encoder copied into a store are never found (a search embeds with the
+    store's): the migration reported 'verified' and 'check' said ok."""
+    with MemoryBank.open(tmp_path / "src", encoder="hashing-64") as src:
+        src.add_turn("Ann", "I adopted a cat named Miso.", "Lovely!", at="2023-05-01T10:00")
+    with MemoryBank.open(tmp_path / "other", encoder="hashing-32") as other:
+        other.add_turn("Bob", "I like tea.", "Nice.", at="2023-05-01T10:00")
+    with pytest.raises(InvalidInputError, match="re-embed one of the two first"):
+        migrate(tmp_path / "src", tmp_path / "other", progress=False)
+    with MemoryBank.open(tmp_path / "other") as other:
+        assert other.users() == ["Bob"]
+    empty = MemoryBank.open(tmp_path / "empty", encoder="hashing-32")
+    empty.check_encoder(load_new=True)
+    empty.storage.set_meta({"encoder": "hashing-32", "encoder_dim": "32"})  # a store made with another encoder, still empty
+    empty.close()
+    migrate(tmp_path / "src", tmp_path / "empty", progress=False)
+    with MemoryBank.open(tmp_path / "empty") as moved:
+        assert moved.encoder_name == "hashing-64"
+        assert "Miso" in moved.search("Ann", "Miso", k=1)[0].memory.text
