@@ -35,6 +35,10 @@ from memory_bank.stores.sqlite import directory as sqlite_directory
 logger = logging.getLogger(__name__)
 
 
+#: The name's start of a backup being written (``.memorybank-partial.<pid>-<random>.<name>``).
+_PARTIAL = ".memorybank-partial."
+
+
 def _private(prefix: str) -> str:
     """A prefix for this process's temporary copies (they hold every memory in plain text):
     the process id in it tells :func:`_sweep` whose they are."""
@@ -143,10 +147,13 @@ def _new_file(out: Path) -> Iterator[Path]:
         raise InvalidInputError(f"{str(out)!r} already exists; give a new file name for the backup")
     out.parent.mkdir(parents=True, exist_ok=True)
     # Private (0600) from the start and kept so: the copy holds every memory in plain text, and
-    # a backup killed midway leaves it behind (the next backup to this name removes it).
+    # a backup killed midway leaves it behind. One prefix for every backup's copy, so the next
+    # backup into this folder removes it whatever the names (dated ones differ every day);
+    # copies named after their backup (before) are removed by the next backup of that name.
     # SQLite writes an empty file as a new database.
+    _sweep(out.parent, _PARTIAL)
     _sweep(out.parent, f".{out.name}.")
-    fd, name = tempfile.mkstemp(prefix=_private(f".{out.name}."), dir=out.parent)
+    fd, name = tempfile.mkstemp(prefix=_private(_PARTIAL), suffix=f".{out.name}", dir=out.parent)
     os.close(fd)
     tmp = Path(name)
     try:

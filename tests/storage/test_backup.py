@@ -153,13 +153,16 @@ def test_copies_left_by_a_killed_backup_or_restore_are_removed_by_the_next(make_
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     left = [
-        tmp_path / f".b.mbk.{gone}-abc",  # a backup's copy being written
+        tmp_path / f".b.mbk.{gone}-abc",  # a backup's copy being written (named so before)
         tmp_path / f".b.mbk.{gone}-abc-journal",
+        tmp_path / f".memorybank-partial.{gone}-abc.memories-2026-12-01.mbk",  # yesterday's dated backup
+        tmp_path / f".memorybank-partial.{gone}-abc.memories-2026-12-01.mbk-journal",
         scratch / f"mb-restore-{gone}-xyz",  # a restore's private copy (a folder)
         tmp_path / "r" / f".{DB_FILENAME}.restore-{gone}-20260101T000000",
     ]
     kept = tmp_path / f".b.mbk.{alive}-def"  # another backup to the same name, still running
-    for path in [*left, kept]:
+    running = tmp_path / f".memorybank-partial.{alive}-def.other.mbk"
+    for path in [*left, kept, running]:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.name.startswith("mb-restore"):
             path.mkdir()
@@ -168,8 +171,8 @@ def test_copies_left_by_a_killed_backup_or_restore_are_removed_by_the_next(make_
             path.write_text("every memory")
     backup(stores.spec, tmp_path / "b.mbk")
     restore_backup(tmp_path / "b.mbk", tmp_path / "r")
-    assert not any(p.exists() for p in left)
-    assert kept.exists()
+    assert [p.name for p in left if p.exists()] == []
+    assert kept.exists() and running.exists()
     assert sorted(p.name for p in scratch.iterdir()) == []
 
 
