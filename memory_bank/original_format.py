@@ -564,13 +564,31 @@ def _export(bank: MemoryBank, users: list[str] | None) -> dict[str, Any]:
         }
         if "meta_information" in extra:
             values["meta_information"] = extra["meta_information"]
-        order = extra.get("field_order") or [*_KNOWN_USER_KEYS]
+        order = extra.get("field_order")
+        if order is None:  # made by this package (an empty record imported keeps its emptiness)
+            order = [*_KNOWN_USER_KEYS]
         user_out = {k: values[k] for k in order if k in values}
         for k in ("overall_history", "overall_personality", "summary", "personality", "history"):
             if k not in user_out and (k in overall or (values.get(k))):
                 user_out[k] = values[k]
         out[extra.get("file_key", rec.name)] = user_out
     return out
+
+
+def _memory_file_shaped(path: Path) -> bool:
+    """Whether ``path`` holds JSON a memory file could be: an object of user records (objects
+    with the original format's fields, or empty), or an empty list. A settings file
+    (``tsconfig.json``) or another program's data is not replaced by an export."""
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8-sig"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    if data == []:
+        return True
+    return isinstance(data, dict) and all(
+        isinstance(user, dict) and (not user or any(k in user for k in _KNOWN_USER_KEYS))
+        for user in data.values()
+    )
 
 
 def write_json_atomic(path: str | Path, data: Any) -> None:
@@ -582,14 +600,17 @@ def write_json_atomic(path: str | Path, data: Any) -> None:
     p = Path(path)
     if p.is_dir():
         raise InvalidInputError(f"{str(p)!r} is a directory; give a file name for the memory file")
-    if p.is_file():  # replaced only if it could be an earlier export: empty or JSON
+    if p.is_file():  # replaced only if it could be an earlier export: empty or a memory file
         with open(p, "rb") as f:
             head = f.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
+        what = None
         if head and not head.startswith((b"{", b"[")):
             what = "a database (a memory store?)" if head.startswith(b"SQLite format 3") else "not JSON"
+        elif head and not _memory_file_shaped(p):
+            what = "JSON that is not a memory file"
+        if what is not None:
             raise InvalidInputError(
-                f"{str(p)!r} exists and is {what}, not a memory file: it is left as it is; give "
-                "another file name"
+                f"{str(p)!r} exists and is {what}: it is left as it is; give another file name"
             )
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)

@@ -219,10 +219,17 @@ def test_an_export_never_overwrites_a_store_or_a_directory(make_bank, tmp_path) 
             write_json_atomic(target, out)
         assert before is None or target.read_bytes() == before
     assert export_data(bank) == LEGACY
+    settings = tmp_path / "tsconfig.json"  # JSON, but another program's
+    settings.write_text('{"compilerOptions": {"strict": true}}', encoding="utf-8")
+    with pytest.raises(InvalidInputError, match="JSON that is not a memory file"):
+        write_json_atomic(settings, out)
+    assert json.loads(settings.read_text(encoding="utf-8")) == {"compilerOptions": {"strict": True}}
     earlier = tmp_path / "earlier.json"
     earlier.write_text("{}", encoding="utf-8")
     write_json_atomic(earlier, out)  # an earlier export is replaced
     assert json.loads(earlier.read_text(encoding="utf-8")) == LEGACY
+    write_json_atomic(earlier, {"Ann": {}})  # and so is a memory file
+    assert json.loads(earlier.read_text(encoding="utf-8")) == {"Ann": {}}
 
 
 def test_a_directory_given_as_the_memory_file_is_named_as_such(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -249,3 +256,9 @@ def test_a_store_exported_and_imported_again_forgets_exactly_as_before(make_bank
     assert export_data(again) == data
     forgotten = [set(b.forget("Ann", now="2023-05-31")["Ann"].forgotten) for b in (bank, again)]
     assert forgotten[0] == forgotten[1] == {"Ann_2023-05-01_1"}
+
+
+def test_an_empty_user_record_comes_back_empty(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    bank: MemoryBank = make_bank()
+    import_data(bank, {"Ann": {}, "Bo": {"name": "Bo"}})
+    assert export_data(bank) == {"Ann": {}, "Bo": {"name": "Bo"}}  # not six default fields
