@@ -11,8 +11,10 @@ touched.
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import datetime as dt
+import functools
 import logging
 import threading
 import time
@@ -173,6 +175,41 @@ class _Deadline(BaseCallbackHandler):
     def on_llm_new_token(self, token: Any, **kwargs: Any) -> None:
         if time.monotonic() > self.deadline:
             raise SummaryTimeoutError(f"the LLM call ran past {self.seconds:g} s (call_timeout_s)")
+
+
+def _streamed(chain: Any, inputs: dict[str, str], config: Any) -> str:
+    return "".join(chain.stream(inputs, config=config))
+
+
+def _bounded(call: Callable[[], str], seconds: float | None, stop: threading.Event) -> str:
+    """``call()`` on a thread of its own, given up after ``seconds`` (``call_timeout_s``) or
+    when the summariser is stopped: :class:`_Deadline` sees only streamed tokens, so a server
+    that accepts the call and never answers held the summariser, ``/summarize`` and the app's
+    exit for as long as the connection stayed open. A call given up on ends on its own thread
+    (a daemon: it never holds the process open)."""
+    box: dict[str, Any] = {}
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            box["answer"] = call()
+        except BaseException as e:  # handed to the caller
+            box["error"] = e
+        finally:
+            done.set()
+
+    # In this thread's context: a background call (model_lock.background_calls) stays one.
+    context = contextvars.copy_context()
+    threading.Thread(target=context.run, args=(run,), name="memorybank-summary-call", daemon=True).start()
+    deadline = time.monotonic() + seconds if seconds else None
+    while not done.wait(0.05):
+        if stop.is_set():
+            raise SummaryStoppedError("the summariser was stopped")
+        if deadline is not None and time.monotonic() > deadline:
+            raise SummaryTimeoutError(f"the LLM call got no answer within {seconds:g} s (call_timeout_s)")
+    if "error" in box:
+        raise box["error"]
+    return str(box["answer"])
 
 
 def _model_label(model: object) -> str:
@@ -499,7 +536,11 @@ class Summarizer:
             try:
                 # stream(), not invoke(): every model that can stream does, so the deadline
                 # callback sees tokens and can stop a runaway call; the parser yields once.
-                answer = "".join(self.chains[task].stream(inputs, config=config))
+                answer = _bounded(
+                    functools.partial(_streamed, self.chains[task], inputs, config),
+                    self.config.call_timeout_s,
+                    self.stopped,
+                )
                 if not copies_material(answer, inputs["content"]):
                     return answer
                 fallback, outcome = answer, "copy"

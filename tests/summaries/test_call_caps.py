@@ -73,3 +73,29 @@ def test_a_call_that_ran_out_of_time_is_not_retried_at_once(tmp_path) -> None:  
         assert "1 attempt(s)" in report.failed[0].error
         assert [a.task for a in report.attempts].count("daily_events") == 1
         assert len(bank.history("Ann")) == 1
+
+
+def test_a_call_that_never_answers_is_given_up_at_the_deadline_and_on_stop(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A server that takes the call and sends nothing: the deadline only saw streamed tokens,
+    so /summarize blocked and the app's exit hung for as long as the connection stayed open."""
+    import threading
+    import time
+
+    model = EchoChatModel(mode="hang")
+    with MemoryBank.open(tmp_path / "s", encoder_instance=HashingEncoder(64)) as bank:
+        bank.add_turn("Ann", "I adopted a cat called Miso.", "Lovely!", at="2023-05-01T10:00")
+        summarizer = Summarizer(bank, model, "en", config=SummaryConfig(call_timeout_s=0.5, max_attempts=1), sleep=lambda _s: None)
+        started = time.monotonic()
+        report = summarizer.summarize_user("Ann", "2023-05-02")
+        assert time.monotonic() - started < 10
+        assert report.failed and "call_timeout_s" in report.failed[0].error
+        patient = Summarizer(bank, model, "en", config=SummaryConfig(call_timeout_s=None, max_attempts=1))
+        threading.Timer(0.5, patient.stopped.set).start()
+        started = time.monotonic()
+        try:
+            patient.summarize_user("Ann", "2023-05-02")
+        except Exception as e:  # stopped: the summariser says so
+            assert "stopped" in str(e)
+        assert time.monotonic() - started < 10
+        assert len(bank.history("Ann")) == 1
+    model.release()
