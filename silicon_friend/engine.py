@@ -57,6 +57,7 @@ from silicon_friend.models import (
     stream_text,
 )
 from silicon_friend.prompts import prompt_texts
+from silicon_friend.reasons import reason
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +128,7 @@ class Turn:
     reinforced: int = 0
     temporary: bool = False
     resumed: bool = False  # read back from the store (a reload), not answered in this session
+    unsaved: bool = False  # storing it failed: the front ends must not say it was saved
 
     @property
     def failed(self) -> bool:
@@ -434,10 +436,10 @@ class SiliconFriend:
             except ModelError as e:
                 turn.error = str(e)
             except MemoryBankError as e:
-                turn.error = f"memory error: {e}"
+                turn.error = reason("memory", detail=str(e))
             except Exception as e:  # the chat must survive any backend bug; the log has the trace
                 logger.exception("reply failed")
-                turn.error = f"unexpected error: {type(e).__name__}: {e}"
+                turn.error = reason("unexpected", detail=f"{type(e).__name__}: {e}")
             finally:
                 if not refused:
                     if not session.turns or session.turns[-1] is not turn:
@@ -458,11 +460,7 @@ class SiliconFriend:
     ) -> None:
         turn.response = strip_echo(text, self.texts, session.user.strip())  # a small model's prompt echoes
         if not turn.response and turn.error is None:
-            turn.error = (
-                "the reply was stopped before the model said anything"
-                if turn.stopped
-                else "the model returned an empty reply"
-            )
+            turn.error = reason("stopped") if turn.stopped else reason("empty")
         if turn.error:
             logger.warning("no reply for %r: %s", session.user, turn.error)
             turn.response = ""
@@ -482,14 +480,15 @@ class SiliconFriend:
                 if not turn.response:
                     raise
                 logger.warning("storing the reply failed (%s); storing the message alone", e)
-                turn.error, turn.response = f"the reply could not be stored: {e}", ""
+                turn.error, turn.response = reason("reply_not_stored", detail=str(e)), ""
                 grows = set()  # no reply, so no memory was used
                 memory = self.bank.add_turn(session.user, turn.query, "", at=now, extra=marks)
             turn.reinforced = len(grows)
             turn.memory_id = memory.memory_id  # last: "stored" is only ever shown after the commit
         except MemoryBankError as e:
             logger.exception("could not store the turn of %r", session.user)
-            turn.error = f"{turn.error + '; ' if turn.error else ''}the turn could not be saved: {e}"
+            turn.unsaved = True
+            turn.error = f"{turn.error + '; ' if turn.error else ''}{reason('not_saved', detail=str(e))}"
             return
         if self.scheduler is not None:
             try:

@@ -24,6 +24,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from memory_bank.llm import estimate_tokens
 from silicon_friend.budget import TokenCounter
 from silicon_friend.errors import ModelError, ModelTimeoutError
+from silicon_friend.reasons import reason
 
 logger = logging.getLogger(__name__)
 
@@ -267,9 +268,8 @@ def stream_text(
                 waited = time.monotonic() - last
                 limit = idle_timeout if got_text else first_token_timeout
                 if waited > limit:
-                    what = "more of its reply" if got_text else "reply"
                     raise ModelTimeoutError(
-                        f"the model gave no {what} within {limit:g} s (it may be busy or stuck)"
+                        reason("no_more" if got_text else "no_reply", seconds=f"{limit:g}")
                     ) from None
                 continue
             last = time.monotonic()
@@ -283,6 +283,6 @@ def stream_text(
             elif not got_text and isinstance(value, ValueError) and "No generation chunks" in str(value):
                 return  # LangChain's word for a stream that produced nothing: an empty reply
             else:
-                raise ModelError(f"the model failed: {type(value).__name__}: {value}") from value
+                raise ModelError(reason("failed", detail=f"{type(value).__name__}: {value}")) from value
     finally:
         halt.set()

@@ -22,6 +22,7 @@ from memory_bank.errors import MemoryBankError
 from silicon_friend.engine import SiliconFriend, Turn
 from silicon_friend.errors import SummaryFailedError
 from silicon_friend.memories import memory_rows
+from silicon_friend.reasons import localise
 
 
 @dataclasses.dataclass(frozen=True)
@@ -243,8 +244,9 @@ def run_chat(
                     out.write(t.refused.replace("{error}", str(e)) + "\n")
                     continue
             turn = session.turns[-1]
-            if not turn.stored and not turn.temporary:
-                out.write(t.not_saved.replace("{error}", turn.error or "?"))
+            error = localise(turn.error or "", engine.language)
+            if turn.unsaved:
+                out.write(t.not_saved.replace("{error}", error))
             elif turn.error:
-                out.write((t.failed_temporary if turn.temporary else t.failed).replace("{error}", turn.error))
+                out.write((t.failed_temporary if turn.temporary else t.failed).replace("{error}", error))
             out.write("\n")

@@ -45,6 +45,7 @@ from memory_bank.text import MAX_TEXT, has_visible, validate_user
 from silicon_friend.engine import ChatSettings, Session, SiliconFriend, Turn
 from silicon_friend.memories import export_bytes
 from silicon_friend.memory_view import delete_undoable
+from silicon_friend.reasons import localise
 from silicon_friend.web.downloads import DownloadStore
 from silicon_friend.web.i18n import Translations
 from silicon_friend.web.memory_tab import CSS as MEMORY_TAB_CSS
@@ -281,6 +282,15 @@ class WebApp:
         text = (t.welcome_back if returning else t.welcome_new).replace("{user}", user)
         return (t.logged_in_as.replace("{user}", user) + " " if self.auth else "") + text
 
+    @staticmethod
+    def failure(turn: Turn, t: UITexts, shown: Callable[[str], str]) -> str:
+        """What went wrong with ``turn``, in ``t``'s language, saying whether the message was
+        saved (``shown`` makes the reason safe where it is drawn)."""
+        error = shown(localise(turn.error or "", t.language))
+        if turn.unsaved:
+            return t.not_saved.replace("{error}", error)
+        return (t.failed_temporary if turn.temporary else t.model_failed).replace("{error}", error)
+
     def render(
         self,
         session: Session | None,
@@ -299,7 +309,7 @@ class WebApp:
             if turn.stopped:
                 reply = f"{response} {t.stopped}".strip()
             elif turn.error:
-                reply = t.model_failed.replace("{error}", inert_markdown(turn.error))
+                reply = self.failure(turn, t, inert_markdown)
                 if turn.response:
                     reply = f"{response}\n\n{reply}"
             elif not turn.response and not turn.stored:  # asked, nothing said yet
@@ -529,7 +539,7 @@ class WebApp:
         t = self._t(request)
         turn = session.turns[-1] if session.turns else None
         if turn is not None and turn.error and not turn.stopped:
-            self._warn(t.model_failed.replace("{error}", turn.error), request)
+            self._warn(self.failure(turn, t, str), request)
         elif turn is not None and turn.stored:
             reinforced = t.reinforced.replace("{n}", str(turn.reinforced)) if turn.reinforced else ""
             self._info(t.memory_updated + reinforced, request)

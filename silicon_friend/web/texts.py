@@ -234,6 +234,8 @@ class UITexts:
     max_new_tokens: str
     top_k: str
     model_failed: str
+    not_saved: str
+    failed_temporary: str
     stopped: str
     nothing_to_regenerate: str
     summary_title: str
@@ -319,6 +321,8 @@ UI: dict[str, UITexts] = {
         max_new_tokens="Max new tokens",
         top_k="Memories retrieved",
         model_failed="⚠️ The model failed to reply ({error}). Your message was saved; click Regenerate to try again.",
+        not_saved="⚠️ Your message was NOT saved ({error}). Copy it before you leave this page.",
+        failed_temporary="⚠️ The model failed to reply ({error}). A temporary chat saves nothing.",
         stopped="⏹ (stopped)",
         nothing_to_regenerate="There is no message to answer again yet.",
         summary_title="Summary of past events",
@@ -418,6 +422,8 @@ UI: dict[str, UITexts] = {
         max_new_tokens="最大生成长度",
         top_k="检索记忆条数",
         model_failed="⚠️ 模型没有成功回复（{error}）。你的消息已保存，可点击“重新生成”再试一次。",
+        not_saved="⚠️ 你的消息没有保存（{error}）。离开本页之前请先复制它。",
+        failed_temporary="⚠️ 模型没有成功回复（{error}）。临时对话不保存任何内容。",
         stopped="⏹（已停止）",
         nothing_to_regenerate="还没有可以重新回答的消息。",
         summary_title="过往事件总结",

@@ -181,3 +181,12 @@ def test_a_message_that_cannot_be_stored_is_never_called_saved(make_engine, monk
     assert "your message was NOT saved:" in text and "disk is full" in text
     assert "your message was saved" not in text
     assert not engine.bank.has_user("Emily")
+
+
+def test_chinese_failures_are_said_in_chinese(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(EchoChatModel(mode="empty"), language="zh")
+    text = drive(engine, ["你好"])
+    assert "[模型没有成功回复：模型返回了空回复；你的消息已保存]" in text
+    engine = make_engine(EchoChatModel(mode="error"), language="zh")
+    text = drive(engine, ["你好"])
+    assert "模型出错：RuntimeError: backend exploded" in text and "the model" not in text

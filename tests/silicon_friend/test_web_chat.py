@@ -493,3 +493,24 @@ def test_a_reply_that_ends_between_the_reload_and_the_follow_is_drawn_finished(m
     frames = list(steps(app.follow(reloaded)))
     assert [m["content"] for m in frames[-1] if "metadata" not in m][-1] == "Echo: one two three four five six"
     assert list(steps(app.follow(reloaded))) == [gr.update()]  # nothing new: no redraw
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_failed_reply_says_in_the_pages_language_whether_the_message_was_saved(make_engine, monkeypatch, language) -> None:  # type: ignore[no-untyped-def]
+    from memory_bank.errors import StoreError
+
+    t = UI[language]
+    app = WebApp(make_engine(EchoChatModel(mode="empty"), language=language))
+    shown = list(steps(app.send("Hello there", "Emily", *SLIDERS, ANON)))[-1][0]
+    saved = [m["content"] for m in shown if m["role"] == "assistant" and "⚠️" in str(m["content"])][-1]
+    empty = "the model returned an empty reply" if language == "en" else "模型返回了空回复"
+    assert saved == t.model_failed.replace("{error}", empty)
+
+    def full_disk(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise StoreError("database or disk is full")
+
+    monkeypatch.setattr(app.engine.bank, "add_turn", full_disk)
+    shown = list(steps(app.send("Are you there?", "Emily", *SLIDERS, ANON)))[-1][0]
+    lost = [m["content"] for m in shown if m["role"] == "assistant" and "⚠️" in str(m["content"])][-1]
+    assert lost.startswith(t.not_saved.split("{error}")[0]) and "disk is full" in lost
+    assert t.model_failed.split("{error}")[-1] not in lost  # never "Your message was saved"

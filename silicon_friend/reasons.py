@@ -1,0 +1,66 @@
+"""Why a reply failed or was not saved, in the chat's language.
+
+The engine records a turn's ``error`` in English (the log reads it); each front end shows it
+with :func:`localise`, which recognises the engine's own reasons by their templates here and
+says them in Chinese where the chat is Chinese. Technical details inside a reason (an
+exception's text, a file name) are shown as they are.
+
+>>> localise(reason("no_reply", seconds="4"), "zh")
+'模型在 4 秒内没有回复（可能正忙或卡住了）'
+>>> localise(reason("empty") + "; " + reason("not_saved", detail="disk is full"), "zh")
+'模型返回了空回复；这一轮对话无法保存：disk is full'
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Each reason's English and Chinese wording; ``{detail}`` and ``{seconds}`` are filled in.
+REASONS: dict[str, tuple[str, str]] = {
+    "no_reply": (
+        "the model gave no reply within {seconds} s (it may be busy or stuck)",
+        "模型在 {seconds} 秒内没有回复（可能正忙或卡住了）",
+    ),
+    "no_more": (
+        "the model gave no more of its reply within {seconds} s (it may be busy or stuck)",
+        "模型在 {seconds} 秒内没有继续回复（可能正忙或卡住了）",
+    ),
+    "failed": ("the model failed: {detail}", "模型出错：{detail}"),
+    "empty": ("the model returned an empty reply", "模型返回了空回复"),
+    "stopped": ("the reply was stopped before the model said anything", "回复在模型开口之前就被停止了"),
+    "reply_not_stored": ("the reply could not be stored: {detail}", "回复无法保存：{detail}"),
+    "memory": ("memory error: {detail}", "记忆出错：{detail}"),
+    "unexpected": ("unexpected error: {detail}", "意外错误：{detail}"),
+    "not_saved": ("the turn could not be saved: {detail}", "这一轮对话无法保存：{detail}"),
+}
+_SEPARATOR = {"en": "; ", "zh": "；"}
+
+
+def reason(key: str, **values: str) -> str:
+    """The English text of reason ``key`` (what a turn's ``error`` holds)."""
+    return REASONS[key][0].format(**values)
+
+
+def _pattern(template: str) -> re.Pattern[str]:
+    parts = re.split(r"\{(\w+)\}", template)
+    regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+)" for i, p in enumerate(parts))
+    return re.compile(regex, re.S)
+
+
+_PATTERNS = [(key, _pattern(en)) for key, (en, _zh) in REASONS.items()]
+_NOT_SAVED = re.compile(r"(?P<head>.+?); (?P<tail>the turn could not be saved: .+)", re.S)
+
+
+def localise(error: str, language: str) -> str:
+    """``error`` (a turn's, made of :data:`REASONS`) in ``language``; text it does not
+    recognise is kept as it is."""
+    if language == "en":
+        return error
+    both = _NOT_SAVED.fullmatch(error)
+    if both:  # a failed reply whose message could not be saved either
+        return localise(both["head"], language) + _SEPARATOR.get(language, "; ") + localise(both["tail"], language)
+    for key, pattern in _PATTERNS:
+        found = pattern.fullmatch(error)
+        if found:
+            return REASONS[key][1].format(**found.groupdict())
+    return error
