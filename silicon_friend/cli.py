@@ -18,13 +18,28 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from memory_bank.forgetting import MODES
 from memory_bank.languages import LANGUAGES
 from silicon_friend import __version__
 
 logger = logging.getLogger("silicon_friend.cli")
+
+
+def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse type: a number of ``kind`` above 0 (a negative context size started the chat
+    and refused every message)."""
+
+    def parse(text: str) -> Any:
+        value = kind(text)
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its errors
+    return parse
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -49,9 +64,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--top-p", type=float, default=0.9)
     parser.add_argument(
-        "--context-tokens", type=int, help="the model's context size (default: what it reports)"
+        "--context-tokens", type=_positive(int), help="the model's context size (default: what it reports)"
     )
-    parser.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for the model's reply")
+    parser.add_argument(
+        "--timeout", type=_positive(float), default=180.0, help="seconds to wait for the model's reply"
+    )
     parser.add_argument("--no-summaries", action="store_true", help="no background day summaries")
     parser.add_argument(
         "--summary-config",

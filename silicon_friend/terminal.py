@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from memory_bank.errors import MemoryBankError
+from memory_bank.errors import InvalidInputError, MemoryBankError
 from silicon_friend.engine import SiliconFriend, Turn
 from silicon_friend.errors import SummaryFailedError
 from silicon_friend.memories import memory_rows
@@ -179,11 +179,20 @@ def run_chat(
     out = out or sys.stdout
     t = TERMINAL[engine.language]
     bot = engine.bot_name
-    while not user or not user.strip():
-        user = _read(input_fn, t.ask_name, out, t)
-        if user is None:
-            return 0
-    session = engine.start(user.strip())
+    asked = not user
+    while True:
+        while not user or not user.strip():
+            user = _read(input_fn, t.ask_name, out, t)
+            if user is None or (asked and user.strip() == "stop"):
+                return 0
+        try:
+            session = engine.start(user.strip())
+            break
+        except InvalidInputError as e:
+            if not asked:  # given on the command line: the caller reports it
+                raise
+            out.write(f"[{e}]\n")  # typed at the prompt: ask again
+            user = None
     fill = lambda s: s.replace("{user}", session.user).replace("{bot}", bot)  # noqa: E731
     out.write(fill(t.welcome_back if session.returning else t.welcome_new) + "\n" + t.help + "\n")
     while True:

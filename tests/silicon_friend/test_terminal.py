@@ -190,3 +190,10 @@ def test_chinese_failures_are_said_in_chinese(make_engine) -> None:  # type: ign
     engine = make_engine(EchoChatModel(mode="error"), language="zh")
     text = drive(engine, ["你好"])
     assert "模型出错：RuntimeError: backend exploded" in text and "the model" not in text
+
+
+def test_a_name_the_rule_refuses_is_asked_again_and_stop_quits(engine) -> None:  # type: ignore[no-untyped-def]
+    text = drive(engine, ["bob\u200b", "Nora", "hi"], user=None)
+    assert "invisible" in text and "Welcome, Nora!" in text
+    text = drive(engine, ["stop"], user=None)
+    assert not engine.bank.has_user("stop")
