@@ -19,6 +19,12 @@ from memory_bank.records import MemoryKind
 logger = logging.getLogger(__name__)
 
 
+#: The ``user`` of a retriever whose user each call gives (``configurable_fields``): a call that
+#: gives none is an error, never a search of some user's memories. (``"-"``, which the
+#: documentation used before, is read the same way.)
+PER_CALL = "<user given per call>"
+
+
 class MemoryBankRetriever(BaseRetriever):
     """Retrieve one user's memories (dialog turns and daily summaries) for a query.
 
@@ -28,8 +34,9 @@ class MemoryBankRetriever(BaseRetriever):
     call (``retriever.invoke(query, k=5)``). By default a retrieval is a recall: the returned
     memories are reinforced (strength + 1 at most once a day, the forgetting clock restarts
     today, paper §2.3) unless ``reinforce=False``, e.g. for a retriever that only browses.
-    One retriever serves many users with ``configurable_fields(user=ConfigurableField(
-    id="user_id"))`` and ``config={"configurable": {"user_id": ...}}`` per call. A user with no memories yet gets ``[]``. Async calls
+    One retriever serves many users: ``MemoryBankRetriever(bank=bank, user=PER_CALL)
+    .configurable_fields(user=ConfigurableField(id="user_id"))``, then ``config={"configurable":
+    {"user_id": ...}}`` per call (a call without one is an error). A user with no memories yet gets ``[]``. Async calls
     (``ainvoke``, also with ``k``) run the search in a worker thread.
 
     Example::
@@ -59,7 +66,7 @@ class MemoryBankRetriever(BaseRetriever):
     @field_validator("user", mode="before")
     @classmethod
     def _check_user(cls, value: object) -> str:
-        return require_user(value, "MemoryBankRetriever")
+        return value if value == PER_CALL else require_user(value, "MemoryBankRetriever")
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any
@@ -78,6 +85,11 @@ class MemoryBankRetriever(BaseRetriever):
         if kwargs:
             raise TypeError(
                 f"MemoryBankRetriever got unexpected arguments {sorted(kwargs)}; it takes k and reinforce"
+            )
+        if self.user in (PER_CALL, "-"):  # a placeholder: the call did not say whose memories
+            raise InvalidInputError(
+                "this retriever's user is set per call and this call named none: invoke it with "
+                "config={'configurable': {'user_id': '<name>'}}"
             )
         if not isinstance(query, str):
             raise InvalidInputError(f"a retriever query must be a string, got {type(query).__name__}")

@@ -87,3 +87,21 @@ def test_the_core_and_the_agent_adapters_import_without_deprecation_warnings() -
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
+
+
+def test_a_per_call_retriever_whose_call_names_no_user_is_an_error(bank: MemoryBank) -> None:
+    """With the documented placeholder user, a call that forgot user_id searched (and reinforced)
+    the memories of a real user named '-'."""
+    from memory_bank import InvalidInputError
+    from memory_bank.langchain.retriever import PER_CALL
+
+    bank.add_turn("-", "I am the user literally named dash.", "ok")
+    bank.add_turn("Emily", "I adopted a cat named Miso.", "Lovely!")
+    for placeholder in (PER_CALL, "-"):
+        retriever = MemoryBankRetriever(bank=bank, user=placeholder, k=1).configurable_fields(
+            user=ConfigurableField(id="user_id")
+        )
+        assert "Miso" in retriever.invoke("my pet", config={"configurable": {"user_id": "Emily"}})[0].page_content
+        with pytest.raises(InvalidInputError, match="set per call"):
+            retriever.invoke("my pet")
+    assert {m.strength for m, _ in bank.memories("-")} == {1}
