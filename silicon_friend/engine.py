@@ -267,11 +267,9 @@ class SiliconFriend:
         global layers, on the background worker (:meth:`summary_status` says how far it is).
         False if one is already queued for the user (it then includes today as well)."""
         if self.scheduler is None:
-            raise SiliconFriendError(
-                "summaries are not available in this installation (memory_bank.summaries is missing)"
-            )
+            raise SiliconFriendError(reason("summaries_off"))
         if not self.bank.has_user(session.user):
-            raise InvalidInputError(f"{session.user!r} has no memories to summarise yet; chat first")
+            raise InvalidInputError(reason("nothing_to_summarise", user=repr(session.user)))
         return bool(self.scheduler.submit(session.user, self.clock(), include_today=True))
 
     def summary_status(self, user: str) -> Any:
@@ -540,11 +538,9 @@ class SiliconFriend:
         did (what was made is kept; a layer that failed keeps its previous text).
         """
         if self.summarizer is None:
-            raise SiliconFriendError(
-                "summaries are not available in this installation (memory_bank.summaries is missing)"
-            )
+            raise SiliconFriendError(reason("summaries_off"))
         if not self.bank.has_user(session.user):
-            raise InvalidInputError(f"{session.user!r} has no memories to summarise yet; chat first")
+            raise InvalidInputError(reason("nothing_to_summarise", user=repr(session.user)))
         now = self.clock()
         today = now.date().isoformat()
         has_today = bool(self.bank.history(session.user, date=today))
@@ -566,13 +562,14 @@ class SiliconFriend:
             step()
         failed = [f for r in reports for f in r.failed]
         if failed and not any(r.written for r in reports):
-            raise SiliconFriendError(f"summarising failed: {failed[0].error}")
+            raise SiliconFriendError(reason("summary_failed", detail=failed[0].error))
         for f in failed:
             logger.warning("summary %s %s of %r failed: %s", f.kind, f.date or "", session.user, f.error)
         if failed:
             raise SummaryFailedError(
-                f"{len(failed)} of the summaries failed and kept their previous text "
-                f"(first: {failed[0].kind} {failed[0].date or ''}: {failed[0].error})",
+                reason(
+                    "some_failed", n=str(len(failed)), detail=f"{failed[0].kind} {failed[0].date or ''}: {failed[0].error}"
+                ),
                 profile=self.bank.profile(session.user),
             )
         return self.bank.profile(session.user)

@@ -32,6 +32,19 @@ REASONS: dict[str, tuple[str, str]] = {
     "memory": ("memory error: {detail}", "记忆出错：{detail}"),
     "unexpected": ("unexpected error: {detail}", "意外错误：{detail}"),
     "not_saved": ("the turn could not be saved: {detail}", "这一轮对话无法保存：{detail}"),
+    "summaries_off": (
+        "summaries are off (started with --no-summaries, or memory_bank.summaries is not installed)",
+        "总结功能未开启（启动时用了 --no-summaries，或没有安装 memory_bank.summaries）",
+    ),
+    "nothing_to_summarise": (
+        "{user} has no memories to summarise yet; chat first",
+        "{user} 还没有可以总结的记忆，先聊几句吧",
+    ),
+    "summary_failed": ("summarising failed: {detail}", "总结失败：{detail}"),
+    "some_failed": (
+        "{n} of the summaries failed and kept their previous text (first: {detail})",
+        "有 {n} 项总结失败，保留了之前的内容（第一项：{detail}）",
+    ),
 }
 _SEPARATOR = {"en": "; ", "zh": "；"}
 

@@ -219,10 +219,10 @@ def run_chat(
             try:
                 profile = engine.summarize(session)
             except SummaryFailedError as e:  # some were made: show them with the failure
-                out.write(f"[{e}]\n")
+                out.write(f"[{localise(str(e), engine.language)}]\n")
                 profile = e.profile
             except MemoryBankError as e:
-                out.write(f"[{e}]\n")
+                out.write(f"[{localise(str(e), engine.language)}]\n")
                 continue
             except KeyboardInterrupt:  # stops the summarising, not the chat
                 out.write("\n")

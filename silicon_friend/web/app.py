@@ -746,7 +746,7 @@ class WebApp:
             self._warn(str(e), request)
             return gr.update()
         except MemoryBankError as e:  # no memories yet, or summaries off
-            self._warn(str(e), request)
+            self._warn(localise(str(e), t.language), request)
             return gr.update()
         self._info(t.summary_started, request)
         return self._summary_md(session.user, t)

@@ -288,7 +288,7 @@ def test_summarize_now_includes_today(make_engine, bank) -> None:  # type: ignor
 def test_summarize_without_the_summaries_package_says_so(engine: SiliconFriend) -> None:
     session = engine.start("Emily")
     engine.reply(session, "hi")
-    with pytest.raises(SiliconFriendError, match="not available"):
+    with pytest.raises(SiliconFriendError, match="summaries are off"):
         engine.summarize(session)
 
 

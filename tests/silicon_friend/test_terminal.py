@@ -67,7 +67,7 @@ def test_summarize_command(make_engine, bank) -> None:  # type: ignore[no-untype
 
 def test_summarize_without_summaries_prints_why(engine) -> None:  # type: ignore[no-untyped-def]
     text = drive(engine, ["hi", "/summarize"])
-    assert "[summaries are not available" in text
+    assert "[summaries are off (started with --no-summaries" in text
 
 
 def test_chinese_terminal(make_engine) -> None:  # type: ignore[no-untyped-def]
@@ -197,3 +197,9 @@ def test_a_name_the_rule_refuses_is_asked_again_and_stop_quits(engine) -> None: 
     assert "invisible" in text and "Welcome, Nora!" in text
     text = drive(engine, ["stop"], user=None)
     assert not engine.bank.has_user("stop")
+
+
+def test_summarize_refusals_are_in_chinese_in_a_chinese_chat(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(language="zh")
+    text = drive(engine, ["你好", "/summarize"], user="小明")
+    assert "[总结功能未开启（启动时用了 --no-summaries" in text and "summaries are off" not in text
