@@ -7,7 +7,8 @@ Correct under checkpoints and retries:
 
 * each turn is stored with a memory id derived from the human message's id (``lc:<id>``), so a
   replayed checkpoint, a retried run or a resent message never stores it twice; a message edited
-  in place (the same id) or a regenerated reply replaces the stored turn;
+  in place (the same id) or a regenerated reply replaces the stored turn, unless the stored turn was
+  changed since the middleware wrote it (a user's edit in a memory view is never undone);
 * every user message since the previous reply is stored: two messages before one reply, or a
   message whose run failed before the next one was answered (each without a reply but the last);
 * the memory block is rebuilt from the bank for each turn and added to the model request only:
@@ -19,6 +20,8 @@ Correct under checkpoints and retries:
 from __future__ import annotations
 
 import collections
+import hashlib
+import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Sequence
@@ -81,6 +84,14 @@ def _exchange(messages: Sequence[BaseMessage]) -> tuple[list[HumanMessage], str 
         if isinstance(message, HumanMessage):
             humans.append(message)
     return humans[::-1], reply
+
+
+#: Where a turn keeps a digest of what this middleware wrote, to tell its own writes from edits.
+_WRITTEN = "lc_written"
+
+
+def _digest(query: str, response: str) -> str:
+    return hashlib.sha256(json.dumps([query, response]).encode("utf-8")).hexdigest()[:16]
 
 
 def turn_memory_id(message: BaseMessage) -> str | None:
@@ -261,10 +272,19 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
         for human in said:
             response = reply if human is said[-1] else ""
             memory_id = turn_memory_id(human)
-            memory = bank.add_turn(user, human.text, response, memory_id=memory_id)
+            stamp = {_WRITTEN: _digest(human.text, response)}
+            memory = bank.add_turn(user, human.text, response, memory_id=memory_id, extra=stamp)
             if memory_id is not None and (memory.query, memory.response) != (human.text, response):
-                # The message was edited in place, or the reply regenerated: the turn as it is now.
-                memory = bank.update_memory(user, memory_id, text=human.text, response=response)
+                # The message was edited in place, or the reply regenerated: the turn as it is
+                # now, unless someone changed the stored turn since this middleware wrote it (the
+                # user edited it in a memory view): a replayed run never undoes that.
+                if memory.extra.get(_WRITTEN) == _digest(memory.query or "", memory.response or ""):
+                    extra = {**memory.extra, **stamp}
+                    memory = bank.update_memory(
+                        user, memory_id, text=human.text, response=response, extra=extra
+                    )
+                else:
+                    logger.info("turn %s was changed since it was stored; kept as it is", memory_id)
             logger.debug("stored turn %s", memory.memory_id)
         if self.summarizer is not None:
             self.summarizer.on_turn(user, memory.date)  # queues the finished days; never raises

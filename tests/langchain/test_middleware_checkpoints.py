@@ -179,3 +179,15 @@ def test_a_message_edited_in_place_replaces_its_stored_turn(bank: MemoryBank) ->
         "Sorry, I meant: I live in Lyon.",
         "Noted, you live in Lyon.",
     )
+
+
+def test_a_replayed_run_never_undoes_the_users_own_edit_of_the_turn(bank: MemoryBank) -> None:
+    saver = InMemorySaver()
+    model = recording_model("Noted, you live in Paris.", "Noted again, Paris.")
+    agent = create_agent(model, middleware=[MemoryBankMiddleware(bank, "Emily")], checkpointer=saver)
+    agent.invoke({"messages": [HumanMessage("I live in Paris, 12 rue X.", id="m1")]}, _thread("u"))
+    bank.update_memory("Emily", "lc:m1", text="I live in Paris.")  # the user removed the address
+    before_model = next(s for s in agent.get_state_history(_thread("u")) if "model" in s.next)
+    agent.invoke(None, before_model.config)  # a regenerate of that turn
+    [turn] = bank.history("Emily")
+    assert (turn.query, turn.response) == ("I live in Paris.", "")
