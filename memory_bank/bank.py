@@ -18,6 +18,7 @@ import logging
 import math
 import re
 import threading
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,8 @@ def _check_memory_id(owner: str, memory_id: Any) -> None:
             f"memory_id must be a non-empty string not ending in '{{turn}}', got {memory_id!r}"
         )
     check_unicode(memory_id, "memory_id")
+    if any(unicodedata.category(c) == "Cc" for c in memory_id):  # NUL, line breaks: never found again
+        raise InvalidInputError(f"memory_id {memory_id!r} contains control characters; use visible ones")
     if re.fullmatch(re.escape(owner) + _OWN_ID, memory_id):
         raise InvalidInputError(
             f"memory_id {memory_id!r} has the form of the ids the bank gives the user's own memories "

@@ -508,13 +508,18 @@ def _is_selector(c: str) -> bool:
 
 
 def _selects(text: str, i: int) -> bool:
-    """Whether the variation selector ``text[i]`` picks a glyph that shows: after a symbol
-    (emoji or text presentation), a Han ideograph (ideographic variants), or a keycap's digit,
-    ``#`` or ``*`` followed by U+20E3."""
+    """Whether the variation selector ``text[i]`` picks a glyph that shows: after an emoji or
+    other symbol (``So``) or a math symbol (``Sm``), a Han ideograph (ideographic variants: the
+    only place for U+E0100-E01EF), or a keycap's digit, ``#`` or ``*`` followed by U+20E3; not
+    after a letter, a currency sign or a modifier, where it shows as nothing."""
     if i == 0:
         return False
     before = text[i - 1]
-    if unicodedata.category(before)[0] == "S" or unicodedata.name(before, "").startswith("CJK"):
+    if unicodedata.name(before, "").startswith("CJK"):  # ideographic and standardized variants
+        return True
+    if text[i] > "\ufe0f":  # U+E0100-E01EF select ideographic variants only
+        return False
+    if unicodedata.category(before) in ("So", "Sm"):  # emoji and text presentation, math variants
         return True
     return before in "0123456789#*" and text[i + 1 : i + 2] == "\u20e3"
 

@@ -10,7 +10,11 @@ Correct under checkpoints and retries:
   in place (the same id) or a regenerated reply replaces the stored turn, unless the stored turn was
   changed since the middleware wrote it (a user's edit in a memory view is never undone);
 * every user message since the previous reply is stored: two messages before one reply, or a
-  message whose run failed before the next one was answered (each without a reply but the last);
+  message whose run failed before the next one was answered (each without a reply but the last),
+  where the middleware is bound to one user; with the user given per call, only the call's own
+  (in a shared thread an earlier message may be another user's). A summary another middleware
+  put in the thread is not a user message; another thread's message with the same id is stored
+  beside the first, never over it;
 * the memory block is rebuilt from the bank for each turn and added to the model request only:
   it is never written into the agent's state, so no checkpoint keeps a copy of a memory that is
   later deleted or forgotten;
@@ -37,6 +41,7 @@ from memory_bank.errors import InvalidInputError
 from memory_bank.langchain.context import context_user
 from memory_bank.langchain.documents import require_user
 from memory_bank.langchain.prompts import format_memories, memory_block
+from memory_bank.records import Memory
 
 if TYPE_CHECKING:
     from memory_bank.summaries.scheduler import RolloverScheduler
@@ -86,8 +91,27 @@ def _exchange(messages: Sequence[BaseMessage]) -> tuple[list[HumanMessage], str 
     return humans[::-1], reply
 
 
-#: Where a turn keeps a digest of what this middleware wrote, to tell its own writes from edits.
+#: Where a turn keeps a digest of what this middleware wrote, to tell its own writes from edits,
+#: and the thread it was said in.
 _WRITTEN = "lc_written"
+_THREAD = "lc_thread"
+
+
+def _thread_id() -> str | None:
+    """The LangGraph thread of the running call, if any."""
+    try:
+        from langgraph.config import get_config
+
+        thread = get_config().get("configurable", {}).get("thread_id")
+    except (RuntimeError, ImportError):  # outside a runnable context
+        return None
+    return None if thread is None else str(thread)
+
+
+def _from_middleware(message: BaseMessage) -> bool:
+    """A message another middleware put in the thread as a user's (LangChain's summary of the
+    conversation so far): not something the user said."""
+    return message.additional_kwargs.get("lc_source") == "summarization"
 
 
 def _digest(query: str, response: str) -> str:
@@ -264,31 +288,51 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
         if not self.store_turns:
             return None
         humans, reply = _exchange(state["messages"])
-        said = [h for h in humans if h.text.strip()]
+        said = [h for h in humans if h.text.strip() and not _from_middleware(h)]
         if not said or reply is None:
             logger.debug("no complete turn to store")
             return None
+        if self.user is None:
+            # The user comes with each call: an earlier message of the exchange (a run that
+            # failed) may be another user's in a shared thread, so only this call's is stored.
+            said = said[-1:]
         bank, user = self.resolve_bank(runtime), self.resolve_user(runtime)
+        thread = _thread_id()
+        memory = None
         for human in said:
-            response = reply if human is said[-1] else ""
-            memory_id = turn_memory_id(human)
-            stamp = {_WRITTEN: _digest(human.text, response)}
-            memory = bank.add_turn(user, human.text, response, memory_id=memory_id, extra=stamp)
-            if memory_id is not None and (memory.query, memory.response) != (human.text, response):
-                # The message was edited in place, or the reply regenerated: the turn as it is
-                # now, unless someone changed the stored turn since this middleware wrote it (the
-                # user edited it in a memory view): a replayed run never undoes that.
-                if memory.extra.get(_WRITTEN) == _digest(memory.query or "", memory.response or ""):
-                    extra = {**memory.extra, **stamp}
-                    memory = bank.update_memory(
-                        user, memory_id, text=human.text, response=response, extra=extra
-                    )
-                else:
-                    logger.info("turn %s was changed since it was stored; kept as it is", memory_id)
-            logger.debug("stored turn %s", memory.memory_id)
-        if self.summarizer is not None:
+            last = human is said[-1]
+            try:
+                memory = self._store(bank, user, human, reply if last else "", thread)
+            except InvalidInputError as e:
+                if last:
+                    raise
+                logger.warning("an earlier message of the exchange was not stored: %s", e)
+        if self.summarizer is not None and memory is not None:
             self.summarizer.on_turn(user, memory.date)  # queues the finished days; never raises
         return None
+
+    @staticmethod
+    def _store(bank: MemoryBank, user: str, human: BaseMessage, response: str, thread: str | None) -> Memory:
+        """Store one user message with its reply under ``lc:<message id>``. The same message
+        again (a replay, a retry) stores nothing; edited in place or answered anew in the same
+        thread, the stored turn becomes what the thread shows, unless it was changed since
+        this middleware wrote it (a user's edit in a memory view is never undone); another
+        thread's message with the same id (a client numbering messages per thread) is stored
+        beside it, never over it."""
+        memory_id = turn_memory_id(human)
+        stamp = {_WRITTEN: _digest(human.text, response), _THREAD: thread}
+        memory = bank.add_turn(user, human.text, response, memory_id=memory_id, extra=stamp)
+        if memory_id is None or (memory.query, memory.response) == (human.text, response):
+            return memory
+        if memory.extra.get(_THREAD) != thread:
+            digest = _digest(human.text, response)
+            return bank.add_turn(user, human.text, response, memory_id=f"{memory_id}:{digest}", extra=stamp)
+        if memory.extra.get(_WRITTEN) != _digest(memory.query or "", memory.response or ""):
+            logger.info("turn %s was changed since it was stored; kept as it is", memory_id)
+            return memory
+        return bank.update_memory(
+            user, memory_id, text=human.text, response=response, extra={**memory.extra, **stamp}
+        )
 
     async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         return await run_in_executor(None, self.after_agent, state, runtime)

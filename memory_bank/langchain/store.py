@@ -68,7 +68,7 @@ from langgraph.store.base import (
 
 from memory_bank.bank import MemoryBank
 from memory_bank.errors import InvalidInputError
-from memory_bank.records import RETRIEVABLE_KINDS, Memory
+from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind
 from memory_bank.text import validate_user
 
 if TYPE_CHECKING:
@@ -247,7 +247,7 @@ class MemoryBankStore(BaseStore):
         # The key's memory as stored, forgotten ones too: a put or a delete reaches an item the
         # curve forgot (get no longer shows it, but its text is still kept).
         existing = self._stored(user, key)
-        if existing is not None and existing.kind not in RETRIEVABLE_KINDS:
+        if existing is not None and existing.kind is not MemoryKind.TURN:  # store items are turns
             raise InvalidInputError(
                 f"store key {key!r} is the id of the user's {existing.kind.value.replace('_', ' ')}; "
                 "choose another key"
@@ -274,8 +274,8 @@ class MemoryBankStore(BaseStore):
         created = previous.get("created_at") or existing.timestamp or existing.date
         extra = {**existing.extra, STORE_EXTRA: {**meta, "created_at": created}}
         self.bank.update_memory(user, key, text=text if text != existing.text else None, extra=extra)
-        if existing.archived:  # written again: back in get and search, its forgetting clock restarted
-            self.bank.restore(user, [key])
+        if existing.archived and not existing.hidden:  # forgotten, written again: back in get and
+            self.bank.restore(user, [key])  # search, its clock restarted (one the user hid stays hidden)
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
         prefix = tuple(op.namespace_prefix)
@@ -283,12 +283,10 @@ class MemoryBankStore(BaseStore):
         if not self.bank.has_user(user) or op.limit <= 0:
             return []
         wanted = op.offset + op.limit
+        if op.query is not None and not isinstance(op.query, str):
+            raise InvalidInputError(f"a search query must be a string, got {type(op.query).__name__}")
         if op.query and op.query.strip():
-            found = self.bank.search(  # a few more: forgotten ones found by the cold tier are left out
-                user, op.query, k=wanted + 16 if not op.filter else max(self._count(user), 1)
-            )
-            # A forgotten item is gone from get and search (the cold tier still ranks it).
-            scored = [(r.memory, float(r.score)) for r in found if not r.memory.archived]
+            scored = self._ranked(user, op.query, wanted if not op.filter else None)
         else:
             items = self.bank.storage.memories(
                 self.bank.user(user).id, kinds=RETRIEVABLE_KINDS, include_archived=False
@@ -302,6 +300,18 @@ class MemoryBankStore(BaseStore):
             memories = [m for m, _ in page]
             self.bank.reinforce(user, [m.memory_id for m in memories], _memories=memories)
         return [self._search_item(m, prefix, s) for m, s in page]
+
+    def _ranked(self, user: str, query: str, wanted: int | None) -> list[tuple[Memory, float]]:
+        """The user's live memories ranked for ``query``: the first ``wanted`` (``None``: all).
+        A forgotten item is gone from get and search, but the cold tier still ranks it: the
+        bank is asked for more until enough live ones are found or there are no more."""
+        k = max(self._count(user), 1) if wanted is None else wanted + 16
+        while True:
+            found = self.bank.search(user, query, k=k)
+            live = [(r.memory, float(r.score)) for r in found if not r.memory.archived]
+            if (wanted is not None and len(live) >= wanted) or len(found) < k or wanted is None:
+                return live
+            k *= 2
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[Namespace]:
         namespaces = [tuple(self.user_namespace(u)) for u in self.bank.users()]
@@ -325,8 +335,9 @@ class MemoryBankStore(BaseStore):
         return memory
 
     def _count(self, user: str) -> int:
+        """The user's searchable memories, forgotten ones included."""
         rec = self.bank.user(user)
-        return len(self.bank.storage.memories(rec.id, kinds=RETRIEVABLE_KINDS, include_archived=False))
+        return len(self.bank.storage.memories(rec.id, kinds=RETRIEVABLE_KINDS, include_archived=True))
 
     def _text(self, value: dict[str, Any], index: Any) -> str:
         fields = list(index) if isinstance(index, (list, tuple)) and index else [self.text_field]

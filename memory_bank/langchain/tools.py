@@ -113,11 +113,16 @@ def memory_tools(
         bank_, user_ = binding.resolve(runtime)
         call_id = getattr(runtime, "tool_call_id", None)  # set inside an agent
         try:
-            # The call's id makes a retried call store nothing twice.
-            memory = bank_.add_turn(user_, content, "", memory_id=f"tool:{call_id}" if call_id else None)
-            if memory.query != content:  # a model whose call ids repeat across runs: another memory
-                digest = hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
-                memory = bank_.add_turn(user_, content, "", memory_id=f"tool:{call_id}:{digest}")
+            # The call's id makes a retried call store nothing twice; the content's digest tells
+            # a replay of the call (the user may have edited what it saved since) from a model
+            # whose call ids repeat across runs (other content: another memory).
+            digest = hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
+            stamp = {"tool_content": digest}
+            memory = bank_.add_turn(
+                user_, content, "", memory_id=f"tool:{call_id}" if call_id else None, extra=stamp
+            )
+            if memory.query != content and memory.extra.get("tool_content") != digest:
+                memory = bank_.add_turn(user_, content, "", memory_id=f"tool:{call_id}:{digest}", extra=stamp)
         except MemoryBankError as e:
             raise ToolException(str(e)) from e
         if summarizer is not None:

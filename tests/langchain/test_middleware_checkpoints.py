@@ -191,3 +191,52 @@ def test_a_replayed_run_never_undoes_the_users_own_edit_of_the_turn(bank: Memory
     agent.invoke(None, before_model.config)  # a regenerate of that turn
     [turn] = bank.history("Emily")
     assert (turn.query, turn.response) == ("I live in Paris.", "")
+
+
+def test_in_a_shared_thread_only_the_calls_own_message_is_stored_under_its_user(bank: MemoryBank) -> None:
+    """With the user given per call, an earlier message of the exchange (a run that failed) may
+    be another user's: it was stored as this user's memory."""
+    from dataclasses import dataclass
+
+    @dataclass
+    class Ctx:
+        user_id: str
+
+    model = recording_model("Hi Bob!")
+    answer = model._generate
+    calls: list[int] = []
+
+    def fails_first(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise TimeoutError("model timeout")
+        return answer(*args, **kwargs)
+
+    object.__setattr__(model, "_generate", fails_first)
+    agent = create_agent(
+        model, middleware=[MemoryBankMiddleware(bank, context_key="user_id")], context_schema=Ctx, checkpointer=InMemorySaver()
+    )
+    with pytest.raises(TimeoutError):
+        _say(agent, "My SSN is 078-05-1120.", _thread("group"), context=Ctx("Alice"))
+    _say(agent, "Hello bot", _thread("group"), context=Ctx("Bob"))
+    assert [(t.query, t.response) for t in bank.history("Bob")] == [("Hello bot", "Hi Bob!")]
+
+
+def test_the_same_message_id_in_another_thread_is_stored_beside_never_over(bank: MemoryBank) -> None:
+    agent = create_agent(
+        recording_model("Lovely!", "Sunny."), middleware=[MemoryBankMiddleware(bank, "Emily")], checkpointer=InMemorySaver()
+    )
+    agent.invoke({"messages": [HumanMessage("I adopted a cat named Miso.", id="m1")]}, _thread("a"))
+    agent.invoke({"messages": [HumanMessage("What's the weather like?", id="m1")]}, _thread("b"))
+    assert sorted((t.query, t.response) for t in bank.history("Emily")) == [
+        ("I adopted a cat named Miso.", "Lovely!"),
+        ("What's the weather like?", "Sunny."),
+    ]
+
+
+def test_an_earlier_message_that_cannot_be_stored_does_not_block_the_turn(bank: MemoryBank) -> None:
+    """...and a summary another middleware put in the thread as a user message is not stored."""
+    agent = create_agent(recording_model("Congratulations!"), middleware=[MemoryBankMiddleware(bank, "Emily")])
+    summary = HumanMessage("Summary so far: Emily's PIN is 4921.", additional_kwargs={"lc_source": "summarization"})
+    agent.invoke({"messages": [summary, HumanMessage("broken\x00message"), HumanMessage("I got married today!")]})
+    assert [(t.query, t.response) for t in bank.history("Emily")] == [("I got married today!", "Congratulations!")]

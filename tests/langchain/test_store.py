@@ -289,3 +289,25 @@ def test_a_value_the_store_cannot_write_is_refused_before_anything_is_written(ba
     with pytest.raises(InvalidInputError, match="surrogate"):
         store.put(ANN, "bad\ud800key", {"content": "x"})
     assert bank.users() == []  # no empty user left behind
+
+
+def test_a_put_never_unhides_and_search_finds_live_items_behind_forgotten_ones(bank: MemoryBank) -> None:
+    store = MemoryBankStore(bank)
+    store.put(ANN, "health", {"content": "Ann has asthma."})
+    bank.archive("Ann", ["health"], hidden=True)  # hidden by the user on purpose
+    store.put(ANN, "health", {"content": "Ann has asthma, mild."})
+    assert store.get(ANN, "health") is None and store.search(ANN, query="asthma") == []
+    for i in range(30):
+        store.put(ANN, f"old{i}", {"content": f"Ann played the cello in concert {i}."})
+    bank.archive("Ann", [f"old{i}" for i in range(30)], hidden=False)  # forgotten by the curve
+    store.put(ANN, "now", {"content": "Ann plays the cello every Sunday."})
+    assert [i.key for i in store.search(ANN, query="cello", limit=5)] == ["now"]
+    assert [i.key for i in store.search(ANN, query="cello", filter={"content": "Ann plays the cello every Sunday."})] == ["now"]
+    bank.set_layer("Ann", MemoryKind.DAILY_SUMMARY, "Ann talked about music.", date="2023-05-01")
+    with pytest.raises(InvalidInputError, match="daily summary; choose another key"):
+        store.put(ANN, "Ann_2023-05-01_summary", {"content": "x"})
+    for bad in ("a\x00b", "line\nbreak"):
+        with pytest.raises(InvalidInputError, match="control characters"):
+            store.put(ANN, bad, {"content": "x"})
+    with pytest.raises(InvalidInputError, match="query must be a string"):
+        store.search(ANN, query=5)  # type: ignore[arg-type]

@@ -158,3 +158,13 @@ def test_a_tool_call_id_used_again_for_other_content_saves_that_too(bank: Memory
     stored = {m.memory_id: m.query for m in bank.history("Emily")}
     assert sorted(stored.values()) == ["Emily is allergic to peanuts.", "Emily's sister is called Anna."]
     assert said == [f"Saved memory {memory_id}." for memory_id in stored]
+
+
+def test_a_replayed_save_never_brings_back_what_the_user_corrected(bank: MemoryBank) -> None:
+    save = tool_call("save_memory", {"content": "Emily lives in Paris."}, "call_1")
+    agent = create_agent(recording_model(save, "Saved.", save, "Saved."), tools=memory_tools(bank, user="Emily"))
+    ask = {"messages": [{"role": "user", "content": "I live in Paris."}]}
+    agent.invoke(ask)
+    bank.update_memory("Emily", "tool:call_1", text="Emily lives in Berlin (moved).")
+    agent.invoke(ask)  # the same call replayed
+    assert [(m.memory_id, m.query) for m in bank.history("Emily")] == [("tool:call_1", "Emily lives in Berlin (moved).")]

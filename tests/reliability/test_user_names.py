@@ -39,6 +39,8 @@ REFUSED = [
     "bob\x00",
     "bob\ufe0f",  # a variation selector after a letter shows as nothing
     "b\U000e0100ob",
+    "bob$\ufe0f",  # after a currency sign it shows as nothing too
+    "bob\U0001f600\U000e0100",  # ideographic selectors only follow Han ideographs
     " ",
     "x" * (MAX_USER_NAME + 1),
 ]
