@@ -342,7 +342,9 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> MemoryBankC
         try:
             loaded = yaml.safe_load(p.read_text(encoding="utf-8")) or {}
         except yaml.YAMLError as e:
-            raise ConfigError(f"config file {str(p)!r} is not valid YAML: {e}") from e
+            raise ConfigError(f"config file {str(p)!r} is not valid YAML: {' '.join(str(e).split())}") from e
+        except (OSError, UnicodeDecodeError) as e:
+            raise ConfigError(f"cannot read config file {str(p)!r} ({e}); save it as UTF-8 text") from e
         if not isinstance(loaded, dict):
             raise ConfigError(
                 f"config file {str(p)!r} must hold a mapping of options, not {type(loaded).__name__}"

@@ -27,15 +27,18 @@ from silicon_friend import __version__
 
 logger = logging.getLogger("silicon_friend.cli")
 
+#: The smallest --context-tokens that leaves room for a message and a reply beside the prompt.
+MIN_CONTEXT = 512
 
-def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
-    """An argparse type: a number of ``kind`` above 0 (a negative context size started the chat
-    and refused every message)."""
+
+def _positive(kind: Callable[[str], Any], least: float = 0, why: str = "") -> Callable[[str], Any]:
+    """An argparse type: a number of ``kind`` above 0, or at least ``least`` (a context too small
+    for the companion's own prompt started the chat and refused every message)."""
 
     def parse(text: str) -> Any:
         value = kind(text)
-        if not value > 0:
-            raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
+        if not value > 0 or value < least:
+            raise argparse.ArgumentTypeError(f"must be {f'at least {least:g}{why}' if least else 'above 0'}, got {text}")
         return value
 
     parse.__name__ = kind.__name__  # argparse names the type in its errors
@@ -64,7 +67,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=0.7)
     parser.add_argument("--top-p", type=float, default=0.9)
     parser.add_argument(
-        "--context-tokens", type=_positive(int), help="the model's context size (default: what it reports)"
+        "--context-tokens",
+        type=_positive(int, MIN_CONTEXT, " (the companion's prompt alone needs about 250)"),
+        help="the model's context size (default: what it reports)",
     )
     parser.add_argument(
         "--timeout", type=_positive(float), default=180.0, help="seconds to wait for the model's reply"
@@ -189,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_eval(args)
         return _web(args) if args.command == "web" else _chat(args)
     except MemoryBankError as e:
-        print(f"silicon-friend: error: {e}", file=sys.stderr)
+        print(f"silicon-friend: error: {' '.join(str(e).split())}", file=sys.stderr)  # one line
         return 2
     except KeyboardInterrupt:
         print("silicon-friend: interrupted", file=sys.stderr)

@@ -412,6 +412,9 @@ class SiliconFriend:
                     max_tokens=fitted.max_new_tokens,
                     repeat_penalty=self.model.decoding.repeat_penalty,
                 )
+                if cancel.is_set():  # stopped while the memories were looked up: no model call
+                    turn.stopped = True
+                    return
                 for piece in stream_text(
                     self.model.chat_model,
                     fitted.messages,

@@ -12,6 +12,7 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+import os
 import signal
 import sys
 import threading
@@ -34,6 +35,8 @@ class TerminalTexts:
     you: str
     cleared: str
     bye: str
+    bye_unsaved: str
+    stopped_note: str
     failed: str
     not_saved: str
     failed_temporary: str
@@ -63,11 +66,13 @@ TERMINAL: dict[str, TerminalTexts] = {
         you="{user}: ",
         cleared="(conversation cleared; your memories are kept)",
         bye="Bye, {user}! Your memories are saved.",
+        bye_unsaved="Bye, {user}! Some of this chat's messages were NOT saved (see above).",
+        stopped_note="[stopped before the model said anything; your message was saved]",
         failed="[the model failed to reply: {error}; your message was saved]",
         not_saved="[your message was NOT saved: {error}]",
         failed_temporary="[the model failed to reply: {error}; a temporary chat saves nothing]",
         stopping=" (stopping)",
-        saving="(saving your message; press Ctrl-C twice more to quit without saving it)",
+        saving="(saving your message; press Ctrl-C once more to quit without saving it)",
         unreadable="(that line is not UTF-8 text and was not sent; type it again)",
         no_memories="(no memories yet)",
         summary="Summary of past events",
@@ -90,11 +95,13 @@ TERMINAL: dict[str, TerminalTexts] = {
         you="{user}：",
         cleared="（对话已清空，记忆仍然保留）",
         bye="再见，{user}！你的记忆已保存。",
+        bye_unsaved="再见，{user}！这次对话中有些消息没有保存（见上文）。",
+        stopped_note="[在模型开口之前就停止了；你的消息已保存]",
         failed="[模型没有成功回复：{error}；你的消息已保存]",
         not_saved="[你的消息没有保存：{error}]",
         failed_temporary="[模型没有成功回复：{error}；临时对话不保存任何内容]",
         stopping="（正在停止）",
-        saving="（正在保存你的消息；再按两次 Ctrl-C 会不保存就退出）",
+        saving="（正在保存你的消息；再按一次 Ctrl-C 会不保存就退出）",
         unreadable="（这一行不是 UTF-8 文本，没有发送；请重新输入）",
         no_memories="（还没有记忆）",
         summary="过往事件总结",
@@ -144,7 +151,7 @@ class _CtrlCStops:
     """While a reply is made and stored, Ctrl-C stops the reply (as the web's Stop) instead of
     raising wherever the program is: raised inside the storing, it lost the turn; inside an
     import of the encoder, it left the module half-loaded and the chat crashed. A third press
-    while the turn is still being saved quits as Ctrl-C always did."""
+    while the turn is still being saved quits at once (exit code 130), as the second one warns."""
 
     def __init__(self, cancel: threading.Event, out: TextIO, t: TerminalTexts) -> None:
         self.cancel, self.out, self.t, self.presses = cancel, out, t, 0
@@ -161,8 +168,10 @@ class _CtrlCStops:
 
     def _pressed(self, signum: int, frame: Any) -> None:
         self.presses += 1
-        if self.presses >= 3:
-            raise KeyboardInterrupt
+        if self.presses >= 3:  # quit now, as warned: raised here, inside an import or a write,
+            self.out.write("\n")  # the exception would leave modules half-loaded and crash instead
+            self.out.flush()
+            os._exit(130)
         self.out.write(self.t.stopping if self.presses == 1 else "\n" + self.t.saving + "\n")
         self.out.flush()
         self.cancel.set()
@@ -198,7 +207,8 @@ def run_chat(
     while True:
         line = _read(input_fn, fill(t.you), out, t)
         if line is None or line.strip() == "stop":
-            out.write(fill(t.bye) + "\n")
+            lost = any(turn.unsaved for turn in session.turns)
+            out.write(fill(t.bye_unsaved if lost else t.bye) + "\n")
             return 0
         command = line.strip()
         if not command:
@@ -256,6 +266,8 @@ def run_chat(
             error = localise(turn.error or "", engine.language)
             if turn.unsaved:
                 out.write(t.not_saved.replace("{error}", error))
+            elif turn.stopped and not turn.response and not turn.temporary:
+                out.write(t.stopped_note)  # the user stopped it: not a failure of the model
             elif turn.error:
                 out.write((t.failed_temporary if turn.temporary else t.failed).replace("{error}", error))
             out.write("\n")

@@ -33,7 +33,7 @@ def load_summary_config(
 
         try:
             loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as e:
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as e:
             raise ConfigError(f"cannot read summary config {str(path)!r}: {e}") from e
         if not isinstance(loaded, dict):
             raise ConfigError(f"summary config {str(path)!r} must be a mapping of SummaryConfig fields")

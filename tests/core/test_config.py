@@ -59,3 +59,19 @@ def test_forgetting_is_off_one_setting_away(tmp_path) -> None:  # type: ignore[n
     args = build_parser().parse_args(["stats", "--store", str(tmp_path / "s"), "--forgetting", "off"])
     with open_bank(args, create=True) as bank:
         assert bank.config.forgetting.mode == "off"
+
+
+def test_a_config_file_that_is_not_utf8_or_yaml_is_one_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from memory_bank.summaries.config import load_summary_config
+
+    latin = tmp_path / "latin.yaml"
+    latin.write_bytes("# caf\xe9\nretrieval: {top_k: 3}\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match="save it as UTF-8"):
+        load_config(latin)
+    with pytest.raises(ConfigError):
+        load_summary_config(latin)
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("retrieval: [unclosed\n  top_k: 3\n")
+    with pytest.raises(ConfigError) as e:
+        load_config(broken)
+    assert "\n" not in str(e.value)

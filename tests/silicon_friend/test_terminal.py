@@ -180,6 +180,7 @@ def test_a_message_that_cannot_be_stored_is_never_called_saved(make_engine, monk
     text = drive(engine, ["hello again"])
     assert "your message was NOT saved:" in text and "disk is full" in text
     assert "your message was saved" not in text
+    assert "Some of this chat's messages were NOT saved" in text and "Your memories are saved" not in text
     assert not engine.bank.has_user("Emily")
 
 
@@ -203,3 +204,49 @@ def test_summarize_refusals_are_in_chinese_in_a_chinese_chat(make_engine) -> Non
     engine = make_engine(language="zh")
     text = drive(engine, ["你好", "/summarize"], user="小明")
     assert "[总结功能未开启（启动时用了 --no-summaries" in text and "summaries are off" not in text
+
+
+def test_three_ctrl_c_while_the_reply_cannot_end_quit_at_once_without_a_traceback(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The third press raised KeyboardInterrupt wherever the program was (inside the encoder's
+    import it left torch half-loaded: a traceback instead of quitting); the second press's note
+    promised two more presses where one quits."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    script = f"""
+import os, signal, threading, time, sys
+sys.path.insert(0, {str(REPO)!r})
+from memory_bank import MemoryBank
+from memory_bank.embeddings import HashingEncoder
+from silicon_friend.engine import SiliconFriend
+from silicon_friend.models import prepare_model
+from silicon_friend.terminal import run_chat
+from tests.silicon_friend.fakes import EchoChatModel
+bank = MemoryBank.open({str(tmp_path / "s")!r}, encoder_instance=HashingEncoder(32))
+engine = SiliconFriend(bank, prepare_model(EchoChatModel(), context_tokens=4096))
+add_turn = bank.add_turn
+def slow_add_turn(*args, **kwargs):  # storing that takes long (an encoder's import, a locked store)
+    time.sleep(8)
+    return add_turn(*args, **kwargs)
+bank.add_turn = slow_add_turn
+for delay in (0.8, 1.2, 1.6):
+    threading.Timer(delay, os.kill, (os.getpid(), signal.SIGINT)).start()
+feed = iter(["hello?", "stop"])
+run_chat(engine, "Emily", input_fn=lambda _p: next(feed))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, done.stderr[-2000:]
+    assert "(stopping)" in done.stdout and "once more" in done.stdout
+    assert "Traceback" not in done.stderr
+
+
+def test_a_reply_stopped_before_the_model_spoke_is_not_called_a_failure(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(EchoChatModel(mode="hang"))
+    _ctrl_c_after(0.5)
+    text = drive(engine, ["Are you there?"])
+    assert "[stopped before the model said anything; your message was saved]" in text
+    assert "failed" not in text
+    assert [(t.query, t.extra.get("stopped")) for t in engine.bank.history("Emily")] == [("Are you there?", True)]
+    engine.model.chat_model.release()
