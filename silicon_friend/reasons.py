@@ -41,6 +41,35 @@ REASONS: dict[str, tuple[str, str]] = {
         "{user} 还没有可以总结的记忆，先聊几句吧",
     ),
     "summary_failed": ("summarising failed: {detail}", "总结失败：{detail}"),
+    # Refusals of a message or a name (the engine's, the budget's and the user-name rule's):
+    "too_long": (
+        "the message is too long for the model: the prompt needs about {base} tokens and the "
+        "model's context holds {context}; send a shorter message",
+        "消息太长，模型放不下：提示词大约需要 {base} 个词元，而模型的上下文只有 {context} 个；请发一条短一些的消息",
+    ),
+    "empty_message": ("the message is empty; type something to send", "消息是空的，请输入内容再发送"),
+    "over_limit": ("the message is {n} characters; the limit is {limit}", "消息有 {n} 个字符，上限是 {limit}"),
+    "surrogate": (
+        "{what} contains a lone surrogate {char} at position {pos} (not valid Unicode); fix the text's encoding",
+        "第 {pos} 个位置有无效的字符 {char}（不是有效的 Unicode）；请检查文本的编码",
+    ),
+    "name_empty": (
+        "user name is empty; give the name of the person whose memories these are",
+        "名字是空的；请输入这些记忆的主人的名字",
+    ),
+    "name_long": ("user name is {n} characters long; the limit is {limit}", "名字有 {n} 个字符，上限是 {limit}"),
+    "name_invisible": (
+        "user name {name} contains invisible, control or invalid characters ({codes}); use visible characters only",
+        "名字 {name} 含有看不见的字符、控制字符或无效字符（{codes}）；请只用看得见的字符",
+    ),
+    "name_combining": (
+        "user name {name} starts with a combining mark; start it with a letter",
+        "名字 {name} 以组合符号开头；请以字母或汉字开头",
+    ),
+    "name_unreadable": (
+        "user name {name} has no visible letter, digit or symbol; give a name that can be read",
+        "名字 {name} 没有看得见的字母、数字或符号；请输入一个能读的名字",
+    ),
     "some_failed": (
         "{n} of the summaries failed and kept their previous text (first: {detail})",
         "有 {n} 项总结失败，保留了之前的内容（第一项：{detail}）",

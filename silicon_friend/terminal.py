@@ -200,7 +200,7 @@ def run_chat(
         except InvalidInputError as e:
             if not asked:  # given on the command line: the caller reports it
                 raise
-            out.write(f"[{e}]\n")  # typed at the prompt: ask again
+            out.write(f"[{localise(str(e), engine.language)}]\n")  # typed at the prompt: ask again
             user = None
     fill = lambda s: s.replace("{user}", session.user).replace("{bot}", bot)  # noqa: E731
     out.write(fill(t.welcome_back if session.returning else t.welcome_new) + "\n" + t.help + "\n")
@@ -260,7 +260,7 @@ def run_chat(
                     stream.close()
                     raise
                 except MemoryBankError as e:  # refused before anything was stored (too long, ...)
-                    out.write(t.refused.replace("{error}", str(e)) + "\n")
+                    out.write(t.refused.replace("{error}", localise(str(e), engine.language)) + "\n")
                     continue
             turn = session.turns[-1]
             error = localise(turn.error or "", engine.language)

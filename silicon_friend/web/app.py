@@ -198,7 +198,8 @@ class WebApp:
 
     def _warn(self, message: str, where: Any = None) -> None:
         """A warning toast, titled in the language of ``where`` (the request, or the texts)."""
-        gr.Warning(toast_text(message), title=self._texts_for(where).warning_title)
+        t = self._texts_for(where)  # a reason in English (a refusal) is said in the page's language
+        gr.Warning(toast_text(localise(message, t.language)), title=t.warning_title)
 
     def _info(self, message: str, where: Any = None) -> None:
         """An information toast, titled in the language of ``where`` (the request, or the texts)."""

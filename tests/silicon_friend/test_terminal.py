@@ -250,3 +250,12 @@ def test_a_reply_stopped_before_the_model_spoke_is_not_called_a_failure(make_eng
     assert "failed" not in text
     assert [(t.query, t.extra.get("stopped")) for t in engine.bank.history("Emily")] == [("Are you there?", True)]
     engine.model.chat_model.release()
+
+
+def test_refusals_are_in_chinese_in_a_chinese_chat(make_engine) -> None:  # type: ignore[no-untyped-def]
+    engine = make_engine(language="zh", context_tokens=300)
+    text = drive(engine, ["bob\u200b", "小明", "你好" * 200, "caf\udce9"], user=None)
+    assert "[名字 'bob\\u200b' 含有看不见的字符" in text
+    assert "[没有发送：消息太长，模型放不下" in text
+    assert "[没有发送：第 3 个位置有无效的字符" in text
+    assert "user name" not in text and "the message" not in text

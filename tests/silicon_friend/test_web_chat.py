@@ -514,3 +514,15 @@ def test_a_failed_reply_says_in_the_pages_language_whether_the_message_was_saved
     lost = [m["content"] for m in shown if m["role"] == "assistant" and "⚠️" in str(m["content"])][-1]
     assert lost.startswith(t.not_saved.split("{error}")[0]) and "disk is full" in lost
     assert t.model_failed.split("{error}")[-1] not in lost  # never "Your message was saved"
+
+
+def test_a_refusal_toast_is_in_the_pages_language(engine) -> None:  # type: ignore[no-untyped-def]
+    from memory_bank.errors import InvalidInputError
+    from memory_bank.text import validate_user
+
+    app = WebApp(engine)
+    with pytest.raises(InvalidInputError) as refused:
+        validate_user("bob\u200b")
+    with pytest.warns(UserWarning) as shown:
+        app._warn(str(refused.value), UI["zh"])
+    assert "名字 'bob\\u200b' 含有看不见的字符" in str(shown[0].message)
