@@ -170,9 +170,16 @@ def _chat(args: argparse.Namespace) -> int:
 
     _say_loading(args)
     engine = build_engine(_options(args))
+    root = logging.getLogger()
+    level = root.level
+    if not args.verbose:
+        # The chat says every failure in its own words, in its language; the log's English
+        # warnings (and tracebacks) printed into the conversation besides. -v shows them.
+        root.setLevel(logging.CRITICAL)
     try:
         return run_chat(engine, args.user)
     finally:
+        root.setLevel(level)
         engine.close()
         engine.bank.close()
 

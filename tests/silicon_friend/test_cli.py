@@ -78,7 +78,8 @@ def test_chat_command_end_to_end(tmp_path, monkeypatch, capsys) -> None:  # type
         ["chat", "--user", "Emily", "--data-dir", str(data), "--encoder", "hashing", "--llm", "openai:x@http://h/v1",
          "--max-new-tokens", "32", "--no-summaries"]
     )  # fmt: skip
-    out = capsys.readouterr().out
+    printed = capsys.readouterr()
+    out = printed.out
     assert code == 0 and seen["spec"] == "openai:x@http://h/v1"
     assert "SiliconFriend: Echo: What is my cat called?" in out and "Bye, Emily!" in out
     assert echo.calls[-1]["kwargs"]["max_tokens"] == 32
@@ -163,3 +164,17 @@ def test_a_size_or_timeout_below_one_is_refused_at_start(tmp_path, capsys, flag)
     with pytest.raises(SystemExit) as stopped:
         cli.main(["chat", "--user", "Emily", "--data-dir", str(tmp_path / "d"), flag, "-10"])
     assert stopped.value.code == 2 and "must be " in capsys.readouterr().err
+
+
+def test_the_log_stays_out_of_the_conversation_unless_verbose(tmp_path, monkeypatch, capsys, caplog) -> None:  # type: ignore[no-untyped-def]
+    """A failed reply printed the engine's English WARNING line into the chat beside the chat's
+    own note (in Chinese in a Chinese chat)."""
+    monkeypatch.setattr(runtime, "load_model", lambda spec, **kw: prepare_model(EchoChatModel(mode="empty"), context_tokens=2048))
+    argv = ["chat", "--user", "Emily", "--data-dir", str(tmp_path / "d"), "--encoder", "hashing", "--llm", "openai:x@http://h/v1", "--no-summaries"]
+    for verbose in (False, True):
+        monkeypatch.setattr(sys, "stdin", io.StringIO("hello?\nstop\n"))
+        assert cli.main(argv + (["-v"] if verbose else [])) == 0
+        assert "the model returned an empty reply" in capsys.readouterr().out
+        logged = [r for r in caplog.records if r.name == "silicon_friend.engine" and r.levelname == "WARNING"]
+        assert bool(logged) is verbose
+        caplog.clear()
