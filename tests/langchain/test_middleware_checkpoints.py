@@ -23,6 +23,21 @@ def _thread(name: str) -> RunnableConfig:
     return {"configurable": {"thread_id": name}}
 
 
+def _fails_first(model: Any) -> Any:
+    """``model``, whose first call times out (a run that fails at the model)."""
+    answer = model._generate
+    calls: list[int] = []
+
+    def fails_first(*args: Any, **kwargs: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise TimeoutError("model timeout")
+        return answer(*args, **kwargs)
+
+    object.__setattr__(model, "_generate", fails_first)
+    return model
+
+
 def _say(agent: Any, text: str, config: RunnableConfig, **kw: Any) -> dict[str, Any]:
     return agent.invoke({"messages": [{"role": "user", "content": text}]}, config, **kw)  # type: ignore[no-any-return]
 
@@ -141,17 +156,7 @@ def test_every_user_message_since_the_last_reply_is_stored(bank: MemoryBank) -> 
         ("And I adopted a cat named Miso.", "Paris with a cat, lovely!"),
     ]
 
-    model = recording_model("Got it!")
-    answer = model._generate
-    calls: list[int] = []
-
-    def fails_first(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 1:
-            raise TimeoutError("model timeout")
-        return answer(*args, **kwargs)
-
-    object.__setattr__(model, "_generate", fails_first)
+    model = _fails_first(recording_model("Got it!"))
     agent = create_agent(model, middleware=[MemoryBankMiddleware(bank, "Ben")], checkpointer=InMemorySaver())
     with pytest.raises(TimeoutError):
         _say(agent, "My PIN reminder: I was born in Oslo.", _thread("b"))
@@ -202,17 +207,7 @@ def test_in_a_shared_thread_only_the_calls_own_message_is_stored_under_its_user(
     class Ctx:
         user_id: str
 
-    model = recording_model("Hi Bob!")
-    answer = model._generate
-    calls: list[int] = []
-
-    def fails_first(*args: Any, **kwargs: Any) -> Any:
-        calls.append(1)
-        if len(calls) == 1:
-            raise TimeoutError("model timeout")
-        return answer(*args, **kwargs)
-
-    object.__setattr__(model, "_generate", fails_first)
+    model = _fails_first(recording_model("Hi Bob!"))
     agent = create_agent(
         model, middleware=[MemoryBankMiddleware(bank, context_key="user_id")], context_schema=Ctx, checkpointer=InMemorySaver()
     )
