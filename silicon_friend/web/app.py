@@ -275,8 +275,11 @@ class WebApp:
             return None
         return session
 
-    def _welcome(self, session: Session, t: UITexts | None = None) -> str:
-        return self._greeting(session.user, session.returning, t or self.texts)
+    def _welcome(self, session: Session, t: UITexts | None = None, *, reloaded: bool = False) -> str:
+        """The status line's greeting; on a reloaded page, a conversation with stored turns is no
+        longer the first one (a newcomer who chatted, then reloaded, was greeted as new)."""
+        returning = session.returning or (reloaded and any(turn.stored for turn in session.turns))
+        return self._greeting(session.user, returning, t or self.texts)
 
     def _greeting(self, user: str, returning: bool, t: UITexts) -> str:
         user = literal_markdown(user.strip())
@@ -454,7 +457,7 @@ class WebApp:
             session = tab.session if tab.session is not None else self._open(tab, user)
             locked = gr.update(value=session.user, interactive=False)
             tab.loaded_at = tab.changes()
-            return locked, self._welcome(session, t), self._render_tab(request)
+            return locked, self._welcome(session, t, reloaded=True), self._render_tab(request)
         if not isinstance(remembered, str) or not remembered.strip():
             return gr.update(), loading, gr.update()
         try:
@@ -469,7 +472,7 @@ class WebApp:
         else:  # forgotten meanwhile, or never stored a turn
             return gr.update(), loading, gr.update()
         tab.loaded_at = tab.changes()
-        return session.user, self._welcome(session, t), self._render_tab(request)
+        return session.user, self._welcome(session, t, reloaded=True), self._render_tab(request)
 
     def set_temporary(self, on: bool, request: gr.Request) -> Any:
         """Switch this tab's temporary chat on or off; returns the banner."""

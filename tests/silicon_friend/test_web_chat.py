@@ -526,3 +526,16 @@ def test_a_refusal_toast_is_in_the_pages_language(engine) -> None:  # type: igno
     with pytest.warns(UserWarning) as shown:
         app._warn(str(refused.value), UI["zh"])
     assert "名字 'bob\\u200b' 含有看不见的字符" in str(shown[0].message)
+
+
+def test_a_newcomer_who_chatted_then_reloaded_mid_reply_is_not_greeted_as_new(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """The reloaded page takes the tab over (the reply goes on): its session was opened when Nora
+    had no memories, and the greeting said this was the first conversation."""
+    app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
+    list(steps(app.send("I adopted a cat named Miso.", "Nora", *SLIDERS, ANON)))
+    second = steps(app.send("one two three four five six seven", "Nora", *SLIDERS, ANON))
+    next(second), next(second)
+    second.close()
+    app.on_unload(ANON)
+    _name, status, _chat = app.on_load("Nora", gr.Request(session_hash="reloaded"))
+    assert "Welcome back, **Nora**" in status and "first conversation" not in status
