@@ -27,6 +27,15 @@ def notes(chatbot):  # type: ignore[no-untyped-def]
     return [m for m in chatbot if "metadata" in m]
 
 
+def leave_mid_reply(app: WebApp, message: str, user: str) -> None:
+    """Send ``message`` from the tab ``ANON``, and close the page once its reply has begun
+    (the reply goes on without it)."""
+    page = steps(app.send(message, user, *SLIDERS, ANON))
+    next(page), next(page)
+    page.close()
+    app.on_unload(ANON)
+
+
 def seed(app: WebApp) -> None:
     app.engine.bank.add_turn("Emily", "I adopted a cat named Miso.", "Lovely!", at="2023-04-28T10:00")
     app.engine.bank.add_turn("Emily", "I went hiking on Mount Tai.", "Sounds fun!", at="2023-04-29T10:00")
@@ -339,10 +348,7 @@ def test_a_tab_with_too_many_messages_waiting_refuses_one_more_and_keeps_it(make
 def test_two_quick_reloads_leave_the_reply_to_the_last_page(make_engine) -> None:  # type: ignore[no-untyped-def]
     """The middle page's unload can come before its load: it must not take the tab over."""
     app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
-    first = steps(app.send("one two three four five six seven", "Nora", *SLIDERS, ANON))
-    next(first), next(first)
-    first.close()
-    app.on_unload(ANON)
+    leave_mid_reply(app, "one two three four five six seven", "Nora")
     middle, last = gr.Request(session_hash="middle"), gr.Request(session_hash="last")
     app.on_unload(middle)  # gone before it loaded
     assert app.on_load("Nora", middle) == (gr.update(), "", gr.update())
@@ -480,10 +486,7 @@ def test_stop_reaches_a_reply_still_being_prepared_or_waiting_for_the_model(make
 
 def test_a_reply_that_ends_between_the_reload_and_the_follow_is_drawn_finished(make_engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
-    first = steps(app.send("one two three four five six", "Emily", *SLIDERS, ANON))
-    next(first), next(first)
-    first.close()
-    app.on_unload(ANON)
+    leave_mid_reply(app, "one two three four five six", "Emily")
     reloaded = gr.Request(session_hash="reloaded")
     _, _, chatbot = app.on_load("Emily", reloaded)  # drawn mid-reply
     assert "Echo: one two three four five six" not in str(chatbot)
@@ -533,9 +536,6 @@ def test_a_newcomer_who_chatted_then_reloaded_mid_reply_is_not_greeted_as_new(ma
     had no memories, and the greeting said this was the first conversation."""
     app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
     list(steps(app.send("I adopted a cat named Miso.", "Nora", *SLIDERS, ANON)))
-    second = steps(app.send("one two three four five six seven", "Nora", *SLIDERS, ANON))
-    next(second), next(second)
-    second.close()
-    app.on_unload(ANON)
+    leave_mid_reply(app, "one two three four five six seven", "Nora")
     _name, status, _chat = app.on_load("Nora", gr.Request(session_hash="reloaded"))
     assert "Welcome back, **Nora**" in status and "first conversation" not in status
