@@ -35,13 +35,22 @@ from memory_bank.errors import (
     EncoderMismatchError,
     InvalidInputError,
     MemoryBankError,
+    MemoryDeletedError,
     MemoryNotFoundError,
     UserNotFoundError,
 )
 from memory_bank.explain import STRONG_RETENTION, Explanation, Status
 from memory_bank.index import Partition, PartitionCache, SnapshotStore
 from memory_bank.lexical_snapshot import LexicalSnapshot
-from memory_bank.records import RETRIEVABLE_KINDS, Memory, MemoryKind, SearchResult, index_text, turn_text
+from memory_bank.records import (
+    RETRIEVABLE_KINDS,
+    Memory,
+    MemoryKind,
+    SearchResult,
+    index_text,
+    layer_id,
+    turn_text,
+)
 from memory_bank.retrieval import rank
 from memory_bank.retrieval.dialogue import query_vector
 from memory_bank.retrieval.query import member
@@ -87,6 +96,10 @@ def _check_memory_id(owner: str, memory_id: Any) -> None:
         )
 
 
+def _turn_order(m: Memory) -> tuple[int, int]:
+    return (-1 if m.turn is None else m.turn, m.rowid or 0)
+
+
 def _check_extra(extra: Any) -> None:
     """``extra`` must be a dict the store can write as JSON (checked before anything is written)."""
     if extra is None:
@@ -116,9 +129,10 @@ def _keys(memories: Sequence[Memory]) -> list[tuple[int, str]]:
 
 def _note_recall(memories: Sequence[Memory], day: str) -> None:
     """What :meth:`MemoryBank.reinforce` stored, on the in-memory copies: strength + 1 and
-    the recall date ``day``, at most once a day (each object once, however often listed)."""
+    the recall date ``day``, at most once a day (each object once, however often listed), never
+    on a day before the memory was learned (its clock never moves back)."""
     for m in {id(m): m for m in memories}.values():
-        if m.last_recall_date is None or m.last_recall_date < day:
+        if (m.last_recall_date is None or m.last_recall_date < day) and m.date[:10] <= day:
             m.strength += 1
             m.last_recall_date = day
 
@@ -230,7 +244,7 @@ class MemoryBank:
             snapshots=SnapshotStore(
                 self._load_snapshot, self._save_snapshot, self._seal_vectors, self._has_snapshot
             ),
-            tiers_kept=self._both_tiers,
+            tiers_kept=self._holds_both_tiers,
         )
         self._forget_lock = threading.Lock()
         #: The epoch each user had when this bank last checked the store's encoder.
@@ -473,7 +487,7 @@ class MemoryBank:
             self.encoder_name,
             RETRIEVABLE_KINDS,
             after_rowid,
-            archived=None if self._both_tiers() else False,
+            archived=None if self._holds_both_tiers() else False,
             upto_rowid=upto_rowid,
             texts=texts,
         )
@@ -482,6 +496,12 @@ class MemoryBank:
         """Whether every search ranks live and forgotten memories as one set (the default)."""
         f = self.config.forgetting
         return f.cold_tier and f.mode != "off" and f.cold_rank == "joint" and math.isinf(f.cold_below)
+
+    def _holds_both_tiers(self) -> bool:
+        """Whether a user's partition holds the forgotten memories too: when they are ranked
+        with the live ones, and with forgetting off, where nothing is forgotten (what an earlier
+        setting forgot is found again, as if it had never faded)."""
+        return self._both_tiers() or self.config.forgetting.mode == "off"
 
     def _load_snapshot(self, user_id: int) -> LexicalSnapshot | None:
         data = self.storage.lexical_snapshot(user_id, self.encoder_name, TOKENIZER_VERSION)
@@ -525,11 +545,16 @@ class MemoryBank:
         memory_id: str | None = None,
         extra: dict[str, Any] | None = None,
         recalled: Sequence[Memory] = (),
+        revive_deleted: bool = False,
     ) -> Memory:
         """Store one dialog turn with the time it happened (default: now); searchable at once.
 
         ``memory_id`` (optional, e.g. the chat message's UUID) makes a retried add idempotent: if
-        the user already has a memory with this id, it is returned and nothing is stored again.
+        the user already has a memory with this id, it is returned and nothing is stored again;
+        if the memory with this id was deleted (a retry or replay of a turn the user deleted
+        since, even with the whole user), :class:`MemoryDeletedError` is raised and nothing is
+        stored, unless ``revive_deleted`` (a key-value put after a delete). A deleted user's
+        ids are remembered for :data:`~memory_bank.stores.base.RETIRED_USER_DAYS` days.
         ``extra`` is kept with the turn (JSON-serialisable; e.g. a LangGraph store item's value).
         ``recalled``: the user's memories the reply used (e.g. from :meth:`search`), reinforced
         on the turn's day as :meth:`reinforce` does, in the transaction that stores the turn and
@@ -538,7 +563,18 @@ class MemoryBank:
         """
         owner = self.find_user(user)  # the user-name rule, before anything is loaded or written
         if memory_id is not None:
-            _check_memory_id(owner.name if owner is not None else validate_user(user), memory_id)
+            name = owner.name if owner is not None else validate_user(user)
+            _check_memory_id(name, memory_id)
+            if owner is None and not revive_deleted:  # before a deleted user is created again
+                deleted_on = self.storage.retired_on(name, memory_id)
+                if deleted_on is not None:
+                    raise MemoryDeletedError(
+                        f"memory {memory_id!r} of user {name!r} was deleted on {deleted_on}, with the "
+                        "user; a retried or replayed add does not bring it back (store it under a new "
+                        "id to keep it again)",
+                        memory_id=memory_id,
+                        deleted_on=deleted_on,
+                    )
         _check_text(query, "query")
         _check_text(response, "response", allow_empty=True)
         _check_extra(extra)
@@ -547,7 +583,8 @@ class MemoryBank:
         text = turn_text(query, response)
         self._writing_encoder()  # an encoder that cannot load leaves no empty user behind
         rec = self.user(user, create=True)
-        report = self._daily_forget(rec, _as_date(None, self.clock))
+        used = self._with_rowids(rec, recalled)
+        report = self._daily_forget(rec, _as_date(None, self.clock), keep=used)
         previous = self.storage.last_turn(rec.id, day)
         context = previous.response if previous is not None and previous.response else None
         vector = self._embed([index_text(text, context)], write=True)[0]
@@ -564,7 +601,6 @@ class MemoryBank:
             extra=dict(extra or {}),
             weight=salience.content_weight(query),
         )
-        used = self._with_rowids(rec, recalled)
         cold = _forgotten(used, report)
         before = self.storage.user_counters(rec.id) if cold else None
         memory = self.storage.add_turn(
@@ -576,6 +612,7 @@ class MemoryBank:
             stale=[MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY],
             recalled=_keys(used),
             revived=_keys(cold),
+            revive_deleted=revive_deleted,
         )
         for m in cold:
             m.archived = False
@@ -688,16 +725,17 @@ class MemoryBank:
         if kind in RETRIEVABLE_KINDS and text.strip():
             self._writing_encoder()  # loaded before the user is created
         _check_extra(extra)
+        if not kind.is_global and date is None:
+            raise InvalidInputError(f"a {kind.value} needs the date it summarises (YYYY-MM-DD)")
         rec = self.user(user, create=True)
-        if kind.is_global:
-            day = date or self.clock().date().isoformat()
-            suffix = "overall_history" if kind is MemoryKind.GLOBAL_SUMMARY else "overall_personality"
-            memory_id = f"{rec.name}_{suffix}"
-        else:
-            if date is None:
-                raise InvalidInputError(f"a {kind.value} needs the date it summarises (YYYY-MM-DD)")
-            day = parse_day(date)
-            memory_id = f"{rec.name}_{day}_{'summary' if kind is MemoryKind.DAILY_SUMMARY else 'personality'}"
+        day = (date or self.clock().date().isoformat()) if kind.is_global else parse_day(date or "")
+        memory_id = layer_id(rec.name, kind, day)
+        held = self.storage.get_memory(rec.id, memory_id)
+        if held is not None and (held.kind is not kind or (not kind.is_global and held.date != day)):
+            raise InvalidInputError(  # never written over another memory (an imported turn's id)
+                f"user {rec.name!r} has a {held.kind.value.replace('_', ' ')} of {held.date} under the id "
+                f"{memory_id!r} of their {kind.value.replace('_', ' ')}; rename that memory first"
+            )
         memory = Memory(memory_id=memory_id, user=rec.name, kind=kind, date=day, text=text, extra=extra or {})
         vector = self._embed([text], write=True)[0] if kind in RETRIEVABLE_KINDS and text.strip() else None
         return self.storage.upsert_memory(rec.id, memory, vector, self.encoder_name)
@@ -755,16 +793,20 @@ class MemoryBank:
             self.storage.scrub()  # the words replaced are not kept in a file either
         return memory
 
-    def delete_memory(self, user: str, memory_id: str) -> Memory:
+    def delete_memory(self, user: str, memory_id: str, *, retire: bool = True) -> Memory:
         """Delete one memory, and blank every summary that may quote it: the daily layers of its day
         and the global layers, in the same transaction. They stay marked stale until the
-        summariser regenerates them from what is left, so no copy of deleted content survives."""
+        summariser regenerates them from what is left, so no copy of deleted content survives.
+
+        ``retire``: a turn's id that a caller chose is retired (a one-way digest), so that a
+        retried or replayed :meth:`add_turn` of it is refused; ``False`` for a key that is
+        meant to be written again (a key-value store's delete, then put)."""
         rec = self.user(user)
         target = self._find(rec, memory_id)
         days = [target.date] if target.kind is MemoryKind.TURN else []
         if target.kind is MemoryKind.TURN:
             self._unlink_context(rec, target)
-        self.storage.delete_memories(rec.id, [target.rowid or 0], scrub_dates=days)
+        self.storage.delete_memories(rec.id, [target.rowid or 0], scrub_dates=days, retire=retire)
         return target
 
     def put_back(self, user: str, memories: Sequence[Memory]) -> list[Memory]:
@@ -810,6 +852,28 @@ class MemoryBank:
         follower.context = previous.response if previous is not None and previous.response else None
         vector = self._embed([index_text(follower.text, follower.context)], write=True)[0]
         self.storage.upsert_memory(rec.id, follower, vector, self.encoder_name)
+
+    def _relink_days(self, rec: UserRecord, days: Iterable[str]) -> None:
+        """After turns of ``days`` were deleted in bulk (a purge, forgetting with ``action:
+        delete``): a turn indexed with a deleted turn's reply as context is re-indexed with the
+        reply before it now (re-embedded), so that no trace of the deleted reply is left, as
+        :meth:`_unlink_context` does for one deletion."""
+        changed: list[Memory] = []
+        for day in sorted(set(days)):
+            previous: Memory | None = None
+            for m in sorted(
+                self.storage.memories(rec.id, kinds=[MemoryKind.TURN], date=day), key=_turn_order
+            ):
+                wanted = previous.response if previous is not None and previous.response else None
+                if m.context is not None and m.context != wanted:
+                    m.context = wanted
+                    changed.append(m)
+                previous = m
+        if not changed:
+            return
+        vectors = self._embed([index_text(m.text, m.context) for m in changed], write=True)
+        for m, vector in zip(changed, vectors, strict=True):
+            self.storage.upsert_memory(rec.id, m, vector, self.encoder_name)
 
     def _find(self, rec: UserRecord, memory_id: str) -> Memory:
         found = self.storage.get_memory(rec.id, memory_id)
@@ -935,7 +999,9 @@ class MemoryBank:
         found = []
         for rowid, score in zip(rowids, ranked.scores.tolist(), strict=True):
             m = by_row.get(rowid)
-            if m is None or m.archived:  # faded today, deleted or forgotten by another process
+            # Faded today, deleted or forgotten by another process (with forgetting off, what an
+            # earlier setting forgot is found as it is: nothing is forgotten).
+            if m is None or m.hidden or (m.archived and f.mode != "off"):
                 continue
             found.append((m, score))
         return found[:k]
@@ -998,14 +1064,14 @@ class MemoryBank:
         stored since under its rowid (:meth:`Storage.reinforce`)."""
         rec = self.user(user)
         today = _as_date(now, self.clock)
-        report = self._daily_forget(rec, today)
-        day = today.isoformat()
         if _memories is None:
             wanted = set(memory_ids)
             _memories = self.storage.memories_by_ids(rec.id, wanted)
             missing = wanted - {m.memory_id for m in _memories}
             if missing:
                 raise MemoryNotFoundError(f"user {rec.name!r} has no memory with id {sorted(missing)[0]!r}")
+        report = self._daily_forget(rec, today, keep=_memories)
+        day = today.isoformat()
         # Those recalled from the cold tier (or forgotten by the clock at ``now``) are live again.
         cold = _forgotten(_memories, report)
         self.storage.reinforce(rec.id, _keys(_memories), day, revived=_keys(cold))
@@ -1086,10 +1152,13 @@ class MemoryBank:
             for m, x in zip(mems, r, strict=True)
         ]
 
-    def _daily_forget(self, rec: UserRecord, today: dt.date) -> ForgetReport | None:
+    def _daily_forget(
+        self, rec: UserRecord, today: dt.date, keep: Sequence[Memory] = ()
+    ) -> ForgetReport | None:
         """The user's forgetting pass of ``today``, once a day, on a write (a turn added, a
         recall): it persists what the clock already decides (:meth:`_live_now`), so a search
-        never needs to write."""
+        never needs to write. ``keep``: the memories this write recalls; with ``action:
+        delete`` the pass leaves them (the recall brings them back, it must not destroy them)."""
         f = self.config.forgetting
         if f.mode == "off" or not f.daily_pass or rec.last_forget_date == today.isoformat():
             return None
@@ -1101,7 +1170,7 @@ class MemoryBank:
             if stored is None or stored.last_forget_date == today.isoformat():
                 rec.last_forget_date = today.isoformat()
                 return None
-            return self._forget_user(rec, today, f.mode, f.seed)
+            return self._forget_user(rec, today, f.mode, f.seed, keep=keep)
 
     def _read_forget_columns_early(self, rec: UserRecord, today: dt.date) -> _EarlyColumns | None:
         """When a search is about to build the user's partition from the store and will need
@@ -1205,7 +1274,9 @@ class MemoryBank:
         with self._forget_lock:
             return {r.name: self._forget_user(r, today, mode, seed) for r in recs}
 
-    def _forget_user(self, rec: UserRecord, today: dt.date, mode: str, seed: int | None) -> ForgetReport:
+    def _forget_user(
+        self, rec: UserRecord, today: dt.date, mode: str, seed: int | None, *, keep: Sequence[Memory] = ()
+    ) -> ForgetReport:
         f = self.config.forgetting
         report = ForgetReport(now=today.isoformat(), mode=mode, action=f.action)
         # Columns, not Memory objects: a pass over a million memories is a few array operations.
@@ -1213,6 +1284,8 @@ class MemoryBank:
         report.examined = len(cols.rowids)
         if mode != "off" and report.examined:
             drop = self._drop_mask(rec, cols, kinds, today, mode, seed)
+            if keep and f.action == "delete":
+                drop &= ~np.isin(cols.rowids, [m.rowid or 0 for m in keep])
             rowids = cols.rowids[drop].tolist()
             if rowids:
                 keys = self.storage.memory_keys(rec.id, rowids)
@@ -1220,15 +1293,14 @@ class MemoryBank:
                 # Only those whose clock the store still starts before today: one recalled
                 # since the columns were read (another thread's reply) has retention 1 today.
                 day = today.isoformat()
+                dates = sorted({date for _, kind, date in gone if kind is MemoryKind.TURN})
                 if f.action == "delete":
-                    self.storage.delete_memories(rec.id, rowids, anchored_before=day)
+                    # Deleted for good: no summary keeps quoting them, no next turn is indexed
+                    # with their reply (as delete_memory does).
+                    self.storage.delete_memories(rec.id, rowids, dates or None, anchored_before=day)
+                    self._relink_days(rec, dates)
                 else:
                     self.storage.set_archived(rec.id, rowids, True, anchored_before=day)
-                dates = sorted({date for _, kind, date in gone if kind is MemoryKind.TURN})
-                if dates and f.action == "delete":
-                    self.storage.mark_stale(
-                        rec.id, [MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY], dates
-                    )
                 report.forgotten = [memory_id for memory_id, _, _ in gone]
         self.storage.set_forget_date(rec.id, today.isoformat())
         rec.last_forget_date = today.isoformat()
@@ -1340,6 +1412,10 @@ class MemoryBank:
         if missing:
             raise MemoryNotFoundError(f"user {rec.name!r} has no memory with id {sorted(missing)[0]!r}")
         self.storage.set_archived(rec.id, [m.rowid or 0 for m in mems], False)
+        shown = sorted({m.date for m in mems if m.hidden and m.kind is MemoryKind.TURN})
+        if shown:  # the summaries that left them out are made again with them
+            self.storage.mark_stale(rec.id, [MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY], shown)
+            self.storage.mark_stale(rec.id, [MemoryKind.GLOBAL_SUMMARY, MemoryKind.GLOBAL_PORTRAIT], None)
         for m in mems:
             m.archived = m.hidden = False
         self.reinforce(rec.name, list(wanted), now=now, _memories=mems)
@@ -1350,14 +1426,22 @@ class MemoryBank:
         instead: out of the live tier, still found by the cold tier (``forgetting.cold_tier``)."""
         rec = self.user(user)
         mems = self.storage.memories_by_ids(rec.id, memory_ids)
-        self.storage.set_archived(rec.id, [m.rowid or 0 for m in mems], True, hidden=hidden)
+        # Hidden: no summary keeps quoting them either (blanked, made again without them).
+        days = sorted({m.date for m in mems if m.kind is MemoryKind.TURN}) if hidden else []
+        self.storage.set_archived(
+            rec.id, [m.rowid or 0 for m in mems], True, hidden=hidden, scrub_dates=days or None
+        )
 
     def purge_archived(self, user: str | None = None) -> int:
-        """Delete forgotten (archived) memories for good."""
+        """Delete forgotten (archived) memories for good, with every copy of their words: the
+        summaries of their days and the global layers are blanked (to be regenerated) in the
+        same transaction, and the turns indexed with their replies are re-indexed."""
         recs = [self.user(user)] if user is not None else self.storage.list_users()
         n = 0
         for rec in recs:
+            days = self.storage.archived_turn_days(rec.id)
             n += self.storage.delete_archived(rec.id)  # raises the turn floors in its transaction
+            self._relink_days(rec, days)
         return n
 
     # -- maintenance --------------------------------------------------------------------------

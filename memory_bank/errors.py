@@ -43,6 +43,16 @@ class MemoryNotFoundError(MemoryBankError, KeyError):
         return str(self.args[0]) if self.args else "memory not found"
 
 
+class MemoryDeletedError(MemoryBankError):
+    """An add named a memory id that was deleted (a retry or replay of a turn the user deleted
+    since): nothing is stored. :attr:`memory_id` and :attr:`deleted_on` say which and when."""
+
+    def __init__(self, message: str, *, memory_id: str, deleted_on: str) -> None:
+        super().__init__(message)
+        self.memory_id = memory_id
+        self.deleted_on = deleted_on
+
+
 class StoreError(MemoryBankError):
     """The store on disk is missing, unreadable, or from an incompatible version."""
 

@@ -197,7 +197,10 @@ def explain(
     after = forget_after_days(strength, scale, mode=mode, threshold=cut)
     forgets_on = None
     if after is not None:
-        forgets_on = (dt.date.fromisoformat(anchor[:10]) + dt.timedelta(days=int(after))).isoformat()
+        try:
+            forgets_on = (dt.date.fromisoformat(anchor[:10]) + dt.timedelta(days=int(after))).isoformat()
+        except OverflowError:  # after 9999-12-31: never, on any calendar this can write
+            forgets_on = None
     return {
         "kind": kind,
         "strength": int(strength),

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory_bank.errors import InvalidInputError, MemoryFileError
-from memory_bank.records import MAX_STRENGTH, Memory, MemoryKind, turn_text
+from memory_bank.records import MAX_STRENGTH, Memory, MemoryKind, misplaced_layer_id, turn_text
+from memory_bank.salience import content_weight
 from memory_bank.text import canonical_day, check_text, check_unicode, parse_day, parse_time, validate_user
 
 if TYPE_CHECKING:
@@ -39,6 +40,9 @@ _FORGET_KEYS = ("memory_strength", "memory_id", "last_recall_date")
 #: This package's state flags, written only when set: ``archived`` (forgotten by the curve, still
 #: consulted by the cold tier) and ``hidden`` (hidden by the user, never retrieved until restored).
 _STATE_KEYS = ("archived", "hidden")
+#: A daily layer's flag this package adds, written when set: ``stale`` (its day changed since it
+#: was written: the summariser makes it again). An empty layer is read as stale.
+_LAYER_KEYS = ("stale",)
 #: A turn's fields this package adds, written when set: ``timestamp`` (when it was said, ISO 8601)
 #: and ``weight`` (its content weight, which scales its forgetting: see :mod:`memory_bank.salience`).
 _TURN_KEYS = ("timestamp", "weight")
@@ -192,6 +196,8 @@ def check_memory_data(data: Any, *, source: str = "memory file") -> None:
                 _text(text, source, f"{at}, content")
                 if isinstance(rec, dict):
                     _check_forget_fields(rec, source, at, ids)
+                    if "stale" in rec and not isinstance(rec["stale"], bool):
+                        raise _fail(source, at, f"stale must be true or false, got {rec['stale']!r}")
         for field in ("overall_history", "overall_personality"):
             if field in user and not isinstance(user[field], str | type(None)):
                 raise _fail(
@@ -269,7 +275,7 @@ def _split_record(record: dict[str, Any], known: tuple[str, ...]) -> tuple[dict[
     other = {k: v for k, v in record.items() if k not in known}
     if other:
         info["other"] = other
-    given = {k: record[k] for k in (*_FORGET_KEYS, *_STATE_KEYS, *_TURN_KEYS) if k in record}
+    given = {k: record[k] for k in (*_FORGET_KEYS, *_STATE_KEYS, *_TURN_KEYS, *_LAYER_KEYS) if k in record}
     if given:
         info[_GIVEN] = given
     return {k: record[k] for k in known if k in record}, info
@@ -311,7 +317,8 @@ def user_memories(name: str, user: dict[str, Any]) -> tuple[list[Memory], dict[s
                     extra=info,
                     context=previous,
                     timestamp=_time_of(fields.get("timestamp")),
-                    weight=float(fields.get("weight", 1.0)),
+                    # As given; else set as add_turn sets it (the original format has none).
+                    weight=float(fields["weight"]) if "weight" in fields else content_weight(fields["query"]),
                 )
             )
             previous = fields["response"] or None
@@ -322,7 +329,7 @@ def user_memories(name: str, user: dict[str, Any]) -> tuple[list[Memory], dict[s
         for day_key, rec in (user.get(field, {}) or {}).items():
             day = parse_day(day_key)
             if isinstance(rec, dict):
-                fields, info = _split_record(rec, ("content", *_FORGET_KEYS, *_STATE_KEYS))
+                fields, info = _split_record(rec, ("content", *_FORGET_KEYS, *_STATE_KEYS, *_LAYER_KEYS))
                 text = fields.get("content", "")
             else:
                 fields, info, text = {}, {"shape": "str"}, rec
@@ -337,6 +344,8 @@ def user_memories(name: str, user: dict[str, Any]) -> tuple[list[Memory], dict[s
                     last_recall_date=_recall_day(fields, info),
                     archived=bool(fields.get("archived", False) or fields.get("hidden", False)),
                     hidden=bool(fields.get("hidden", False)),
+                    # An empty summary is never a finished one (a deletion blanked it): made again.
+                    stale=fields.get("stale") is True or not text.strip(),
                     extra=info,
                 )
             )
@@ -415,6 +424,10 @@ def import_data(
                 "or import into another store"
             )
         mems, extra = user_memories(name, user)
+        for m in mems:
+            misplaced = misplaced_layer_id(name, m)
+            if misplaced is not None:
+                raise MemoryFileError(f"user {key!r}: {misplaced}")
         ids = [m.memory_id for m in mems]
         if len(set(ids)) != len(ids):
             dup = next(i for i in ids if ids.count(i) > 1)
@@ -470,8 +483,25 @@ def _as_given(m: Memory) -> dict[str, Any] | None:
     except InvalidInputError:
         return None
     hidden = bool(given.get("hidden", False))
-    imported = (given.get("memory_strength", 1), day, bool(given.get("archived", False)) or hidden, hidden)
-    return given if imported == (m.strength, m.last_recall_date, m.archived, m.hidden) else None
+    imported = (
+        given.get("memory_strength", 1),
+        day,
+        bool(given.get("archived", False)) or hidden,
+        hidden,
+        given.get("stale") is True,
+    )
+    now = (m.strength, m.last_recall_date, m.archived, m.hidden, _stale_flag(m))
+    return given if imported == now else None
+
+
+def _stale_flag(m: Memory) -> bool:
+    """Whether ``m``'s record carries ``"stale": true``: a daily layer with text that its day's
+    changes made stale (an empty one is read as stale without it)."""
+    return (
+        m.kind in (MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY)
+        and m.stale
+        and bool(m.text.strip())
+    )
 
 
 def _turn_values(m: Memory) -> dict[str, Any]:
@@ -481,7 +511,7 @@ def _turn_values(m: Memory) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if m.timestamp:
         out["timestamp"] = m.timestamp
-    if m.weight != 1.0:
+    if m.weight != content_weight(m.query if m.query is not None else m.text):  # else import derives it
         out["weight"] = m.weight
     return out
 
@@ -495,7 +525,8 @@ def _record(
         values = {**base, **m.extra.get("other", {}), **given}
         return {k: values[k] for k in fields if k in values}
     turn = _turn_values(m)
-    touched = m.strength != 1 or m.last_recall_date is not None or m.archived
+    stale = _stale_flag(m)
+    touched = m.strength != 1 or m.last_recall_date is not None or m.archived or stale
     if shape == "list" and not touched and not turn:
         return [m.query, m.response]
     if shape == "str" and not touched:
@@ -510,7 +541,9 @@ def _record(
         values["archived"] = True
     if m.hidden:
         values["hidden"] = True
-    states = [k for k in _STATE_KEYS if values.get(k)]
+    if stale:
+        values["stale"] = True
+    states = [k for k in (*_STATE_KEYS, *_LAYER_KEYS) if values.get(k)]
     if fields is None:  # made by this package, or reshaped: write every field
         keys = list(base) + list(turn) + (list(forget) if forget_default or touched else []) + states
     else:

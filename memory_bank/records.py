@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import re
 from typing import Any
+
+from memory_bank.errors import InvalidInputError
 
 
 class MemoryKind(str, enum.Enum):
@@ -112,3 +115,34 @@ class SearchResult:
             "last_recall_date": m.last_recall_date,
             "retention": round(float(self.retention), 6),
         }
+
+
+_LAYER_ID = r"_(?:overall_history|overall_personality|\d{4}-\d{2}-\d{2}_(?:summary|personality))"
+
+
+def layer_id(user: str, kind: MemoryKind, date: str) -> str:
+    """The id the bank gives ``user``'s summary layer ``kind`` (of ``date`` for a daily one)."""
+    if kind is MemoryKind.GLOBAL_SUMMARY:
+        return f"{user}_overall_history"
+    if kind is MemoryKind.GLOBAL_PORTRAIT:
+        return f"{user}_overall_personality"
+    if kind is MemoryKind.DAILY_SUMMARY:
+        return f"{user}_{date}_summary"
+    if kind is MemoryKind.DAILY_PERSONALITY:
+        return f"{user}_{date}_personality"
+    raise InvalidInputError(f"{kind.value} is not a summary layer")
+
+
+def misplaced_layer_id(user: str, memory: Memory) -> str | None:
+    """Why ``memory``'s id cannot be kept: it has the form of the id of one of the user's summary
+    layers that it is not (a turn, or another day's or kind's layer), which the summariser would
+    overwrite when it writes that layer. ``None`` when it can be kept."""
+    if not re.fullmatch(re.escape(user) + _LAYER_ID, memory.memory_id):
+        return None
+    if memory.kind is not MemoryKind.TURN and memory.memory_id == layer_id(user, memory.kind, memory.date):
+        return None
+    what = "a turn" if memory.kind is MemoryKind.TURN else f"the {memory.kind.value.replace('_', ' ')}"
+    return (
+        f"memory id {memory.memory_id!r} of {what} of {memory.date} has the form of the id of a "
+        "summary layer it is not, which a summary written later would replace; give it another memory_id"
+    )

@@ -482,7 +482,7 @@ def validate_user(name: object) -> str:
     bad = [
         c
         for i, c in enumerate(key)
-        if unicodedata.category(c) in ("Cc", "Cs", "Co", "Cn")
+        if unicodedata.category(c) in ("Cc", "Cs", "Co", "Cn", "Zl", "Zp")  # Zl/Zp: U+2028/2029, line breaks
         or c in _INVISIBLE
         or (unicodedata.category(c) == "Cf" and not (c in _JOINERS and _between_visible(key, i)))
         or (_is_selector(c) and not _selects(key, i))

@@ -21,9 +21,12 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
+#: SQL (either backend's) that takes a store of the current schema back to version 6 (before the
+#: retired memory ids).
+UNDO_SCHEMA_7 = "DROP TABLE deleted_ids; "
 #: SQL (either backend's) that takes a store of the current schema back to version 5 (before the
 #: vector blocks and the tier counter): the first step of every test that builds an older layout.
-UNDO_SCHEMA_6 = (
+UNDO_SCHEMA_6 = UNDO_SCHEMA_7 + (
     "DROP INDEX memories_hidden; DROP INDEX memories_archived; DROP INDEX embeddings_by_encoder; "
     "DROP TABLE vector_blocks; "
     "ALTER TABLE users DROP COLUMN tiers; "

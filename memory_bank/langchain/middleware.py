@@ -37,7 +37,7 @@ from langchain_core.runnables import run_in_executor
 from langgraph.runtime import Runtime
 
 from memory_bank.bank import MemoryBank
-from memory_bank.errors import InvalidInputError
+from memory_bank.errors import InvalidInputError, MemoryDeletedError
 from memory_bank.langchain.context import context_user
 from memory_bank.langchain.documents import require_user
 from memory_bank.langchain.prompts import format_memories, memory_block
@@ -303,6 +303,8 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
             last = human is said[-1]
             try:
                 memory = self._store(bank, user, human, reply if last else "", thread)
+            except MemoryDeletedError as e:  # a replay or regeneration of a turn the user deleted
+                logger.info("turn %s was deleted on %s; not stored again", e.memory_id, e.deleted_on)
             except InvalidInputError as e:
                 if last:
                     raise

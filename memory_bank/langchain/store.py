@@ -254,7 +254,7 @@ class MemoryBankStore(BaseStore):
             )
         if op.value is None:
             if existing is not None:
-                self.bank.delete_memory(user, key)
+                self.bank.delete_memory(user, key, retire=False)  # a key may be put again
                 if self.summarizer is not None:
                     self.summarizer.submit(user)  # that day's summaries may quote the item
             return
@@ -265,7 +265,12 @@ class MemoryBankStore(BaseStore):
         meta = {"value": op.value, "updated_at": now}
         if existing is None:
             memory = self.bank.add_turn(
-                user, text, "", memory_id=key, extra={STORE_EXTRA: {**meta, "created_at": now}}
+                user,
+                text,
+                "",
+                memory_id=key,
+                extra={STORE_EXTRA: {**meta, "created_at": now}},
+                revive_deleted=True,  # a put after a delete (or after the user's forget) is a new item
             )
             if self.summarizer is not None:
                 self.summarizer.on_turn(user, memory.date)  # queues the finished days; never raises

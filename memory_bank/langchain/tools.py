@@ -20,7 +20,7 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 
 from memory_bank.bank import MemoryBank
-from memory_bank.errors import InvalidInputError, MemoryBankError, MemoryNotFoundError
+from memory_bank.errors import InvalidInputError, MemoryBankError, MemoryDeletedError, MemoryNotFoundError
 from memory_bank.langchain.context import context_user
 from memory_bank.langchain.documents import require_user
 from memory_bank.records import SearchResult
@@ -123,6 +123,8 @@ def memory_tools(
             )
             if memory.query != content and memory.extra.get("tool_content") != digest:
                 memory = bank_.add_turn(user_, content, "", memory_id=f"tool:{call_id}:{digest}", extra=stamp)
+        except MemoryDeletedError as e:  # a replayed call of a memory the user has deleted since
+            return f"Not saved: the user deleted this memory ({e.memory_id}) on {e.deleted_on}."
         except MemoryBankError as e:
             raise ToolException(str(e)) from e
         if summarizer is not None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import dataclasses
+import hashlib
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -28,7 +29,7 @@ from memory_bank.errors import StoreError
 from memory_bank.records import Memory, MemoryKind
 
 #: The version of the stored schema; every backend migrates older stores up to it.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 #: Key of a user's ``extra``: per day, the lowest turn number a new turn of that day may take
 #: (one more than the highest deleted one). Raised by the store in the transaction that deletes.
@@ -42,6 +43,17 @@ TURN_BASE = "turn_base"
 #: of the deleted user in another process (a partition, a live set) is keyed by that id and
 #: trusted while the epoch is the same, so the new user must never share an epoch with them.
 EPOCH_BASE = "epoch_base"
+#: How long a deleted user's retired memory ids are kept (see :func:`retired_digest`): long
+#: enough for a client's retries of a run that was in flight when the user was deleted.
+RETIRED_USER_DAYS = 7
+
+
+def retired_digest(user: str, memory_id: str) -> str:
+    """The one-way record of a deleted memory id of ``user`` (the stored name): a retry that
+    gives the id again (a LangChain message id ``lc:...``, a tool call ``tool:...``, a caller's
+    own idempotency key) is told it was deleted instead of storing it again. The store keeps
+    neither the id nor the name, only this digest of the two."""
+    return hashlib.sha256(f"{user}\0{memory_id}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclasses.dataclass
@@ -184,11 +196,14 @@ class Storage(abc.ABC):
         stale: Iterable[MemoryKind] = (),
         recalled: Sequence[tuple[int, str]] = (),
         revived: Sequence[tuple[int, str]] = (),
+        revive_deleted: bool = False,
     ) -> Memory:
         """Append a turn numbered after the day's turns, and never below a deleted turn's number
         (the user's :data:`TURN_FLOOR` and :data:`TURN_BASE`). ``memory.memory_id`` ending in
         ``{turn}`` is a template filled with that number; any other id is an idempotency key
-        (a memory the user already has under it is returned and nothing is written).
+        (a memory the user already has under it is returned and nothing is written), and one
+        that a delete retired (:meth:`retired_on`) raises
+        :class:`~memory_bank.errors.MemoryDeletedError` unless ``revive_deleted``.
 
         In the same transaction (one per chat reply, not three): the user's memories of the
         ``stale`` kinds on the turn's day are marked stale (:meth:`mark_stale`), and the
@@ -229,7 +244,8 @@ class Storage(abc.ABC):
         revived: Sequence[tuple[int, str]] = (),
     ) -> None:
         """Recall memories: strength + 1 and the recall date set to ``date``, at most once a day
-        (a recall on or before the last recall day changes nothing); in the same transaction,
+        (a recall on or before the last recall day changes nothing) and never on a day before
+        the memory's own (its clock never moves back); in the same transaction,
         the ``revived`` ones (recalled, and forgotten) come back to the live tier, except the ones
         the user hid. Each memory is given as (rowid, memory id), as it was read, and its row
         changes only while it still holds that memory id: SQLite gives a deleted latest memory's
@@ -244,9 +260,12 @@ class Storage(abc.ABC):
         *,
         hidden: bool = False,
         anchored_before: str | None = None,
+        scrub_dates: Iterable[str] | None = None,
     ) -> None:
         """Archive memories (out of the live tier; ``hidden``: out of every search, the cold
         tier's too) or, with ``archived=False``, bring them back (unhidden as well).
+        ``scrub_dates``: in the same transaction, blank the summaries that may quote them, as
+        :meth:`delete_memories` does (hidden memories are not found through a summary either).
 
         ``anchored_before`` (a day, ``YYYY-MM-DD``): only those whose forgetting clock (last
         recall, else date) still starts before that day, checked as they are written. A
@@ -261,14 +280,29 @@ class Storage(abc.ABC):
         scrub_dates: Iterable[str] | None = None,
         *,
         anchored_before: str | None = None,
+        retire: bool = True,
     ) -> int:
         """Delete memories; with ``scrub_dates``, in the same transaction blank the daily layers of
         those dates and the global layers (marked stale, to be regenerated without them).
-        ``anchored_before``: as for :meth:`set_archived`."""
+        ``anchored_before``: as for :meth:`set_archived`. ``retire``: the deleted turns' ids
+        that a caller chose (not the bank's own ``<user>_<day>_<n>``) are retired, so that a
+        retried add of one is refused (:meth:`retired_on`)."""
+
+    @abc.abstractmethod
+    def retired_on(self, user: str, memory_id: str) -> str | None:
+        """The day ``user``'s memory id ``memory_id`` was deleted and retired, if it was (a
+        deleted user's for :data:`RETIRED_USER_DAYS`, a live user's until it is stored again)."""
 
     @abc.abstractmethod
     def delete_archived(self, user_id: int) -> int:
-        """Delete the user's archived (forgotten) memories for good; returns how many."""
+        """Delete the user's archived (forgotten) memories for good; returns how many. In the
+        same transaction the daily layers of their turns' days and the global layers are
+        blanked and marked stale, as :meth:`delete_memories` does with ``scrub_dates``."""
+
+    def archived_turn_days(self, user_id: int) -> list[str]:
+        """The days (ascending) of the user's archived turns (what :meth:`delete_archived` would
+        delete). A backend reads them from its index of archived memories."""
+        return sorted({m.date for m in self.memories(user_id, [MemoryKind.TURN]) if m.archived})
 
     @abc.abstractmethod
     def mark_stale(self, user_id: int, kinds: Iterable[MemoryKind], dates: Iterable[str] | None) -> int: ...

@@ -50,6 +50,7 @@ from memory_bank.stores import _pg_vectors
 from memory_bank.stores._pg_pool import PostgresDatabase, describe_url, pyformat, split_schema
 from memory_bank.stores.base import Backend, VectorBatch
 from memory_bank.stores.sql import (
+    DELETED_IDS_TABLE,
     FIELDS,
     INSERT,
     LEXICAL_TABLE,
@@ -79,6 +80,7 @@ _MIGRATIONS: dict[int, str] = {
     4: "ALTER TABLE memories ADD COLUMN IF NOT EXISTS hidden BOOLEAN NOT NULL DEFAULT FALSE",  # 4 -> 5
     # 5 -> 6: vector blocks (memory_bank.vector_blocks), the tier counter, the tier indexes
     5: MIGRATION_6.format(bigint="BIGINT", blob="BYTEA", blocks_storage=_BLOCKS_STORAGE),
+    6: DELETED_IDS_TABLE.format(bigint="BIGINT", day='TEXT COLLATE "C"'),  # 6 -> 7: retired ids
 }
 
 _SCHEMA_LOCK = 0x4D42_5343  # pg_advisory_xact_lock key: "MBSC"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import abc
 import collections
 import dataclasses
+import datetime as dt
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar, Protocol, TypeVar
@@ -24,16 +25,18 @@ from typing import Any, ClassVar, Protocol, TypeVar
 import numpy as np
 
 from memory_bank import prefault, vector_blocks
-from memory_bank.errors import InvalidInputError, StoreError, UserNotFoundError
+from memory_bank.errors import InvalidInputError, MemoryDeletedError, StoreError, UserNotFoundError
 from memory_bank.records import Memory, MemoryKind, index_text
 from memory_bank.stores.base import (
     EPOCH_BASE,
+    RETIRED_USER_DAYS,
     SCHEMA_VERSION,
     TURN_BASE,
     TURN_FLOOR,
     Storage,
     UserRecord,
     VectorBatch,
+    retired_digest,
 )
 
 T = TypeVar("T")
@@ -82,6 +85,7 @@ CREATE TABLE IF NOT EXISTS embeddings (
     vector {blob} NOT NULL
 );
 {vector_blocks_table}
+{deleted_ids_table}
 """
 
 #: Version 4: each user's persisted lexical index (memory_bank.lexical_snapshot), a cache.
@@ -91,6 +95,17 @@ LEXICAL_TABLE = """CREATE TABLE IF NOT EXISTS lexical_snapshots (
     tokenizer TEXT NOT NULL,
     data {blob} NOT NULL
 );"""
+
+#: Version 7: the memory ids deletes retired (one-way digests of user and id,
+#: memory_bank.stores.base.retired_digest): a retried add of a deleted turn stores nothing.
+#: ``user_id`` is the live user's (NULL once the user is deleted, when ``expires_on`` is set).
+DELETED_IDS_TABLE = """CREATE TABLE IF NOT EXISTS deleted_ids (
+    digest TEXT PRIMARY KEY,
+    user_id {bigint},
+    deleted_on {day} NOT NULL,
+    expires_on {day}
+);
+CREATE INDEX IF NOT EXISTS deleted_ids_by_user ON deleted_ids (user_id);"""
 
 #: Version 6: each user's vectors in blocks (memory_bank.vector_blocks), a cache.
 VECTOR_BLOCKS_TABLE = """CREATE TABLE IF NOT EXISTS vector_blocks (
@@ -138,6 +153,13 @@ FIELDS = (
 )
 #: What a read selects of a memory, in the order :func:`to_memory` reads.
 COLUMNS = "id, " + FIELDS.removeprefix("user_id, ")
+
+
+def _today() -> dt.date:
+    """The day a retired id is recorded and expires by (UTC, the machine's clock)."""
+    return dt.datetime.now(dt.timezone.utc).date()
+
+
 _M_COLUMNS = ", ".join(f"m.{c.strip()}" for c in COLUMNS.split(","))
 _USER_COLUMNS = "id, name, extra, last_forget_date, version, epoch, tiers"
 INSERT = f"INSERT INTO memories({FIELDS}) VALUES ({','.join('?' * len(FIELDS.split(',')))})"
@@ -358,6 +380,7 @@ class SQLStorage(Storage):
             **cls.TYPES,
             lexical_table=LEXICAL_TABLE.format(**cls.TYPES),
             vector_blocks_table=VECTOR_BLOCKS_TABLE.format(**cls.TYPES),
+            deleted_ids_table=DELETED_IDS_TABLE.format(**cls.TYPES),
         )
 
     @abc.abstractmethod
@@ -485,6 +508,14 @@ class SQLStorage(Storage):
             if not self._lock_user(c, user_id, missing_ok=True):
                 return 0
             n = int(c.execute("SELECT COUNT(*) FROM memories WHERE user_id = ?", (user_id,)).fetchone()[0])
+            # The user's retired ids, and their other ids a caller chose, are kept a few days as
+            # digests without the user: a retried run that was in flight does not bring them back.
+            expires = (_today() + dt.timedelta(days=RETIRED_USER_DAYS)).isoformat()
+            c.execute(
+                "UPDATE deleted_ids SET user_id = NULL, expires_on = ? WHERE user_id = ?", (expires, user_id)
+            )
+            self._retire(c, user_id, "user_id = ?", (user_id,), expires=expires)
+            c.execute("DELETE FROM deleted_ids WHERE expires_on < ?", (_today().isoformat(),))
             self._raise_store_base(c, self._turn_above(c, user_id))
             self._raise_epoch_base(c, user_id)
             c.execute(
@@ -536,6 +567,8 @@ class SQLStorage(Storage):
                 (name, json.dumps(new_extra, ensure_ascii=False), self._meta_int(c, EPOCH_BASE)),
             ).fetchone()
             user_id = int(row[0])
+            if old is not None:
+                c.execute("UPDATE deleted_ids SET user_id = ? WHERE user_id = ?", (user_id, int(old[0])))
             ids = self._insert_new(c, user_id, memories) if memories else {}
             if len(ids) != len(memories):  # a fresh user: only a repeated id inserts nothing
                 counts = collections.Counter(m.memory_id for m in memories)
@@ -641,6 +674,7 @@ class SQLStorage(Storage):
         stale: Iterable[MemoryKind] = (),
         recalled: Sequence[tuple[int, str]] = (),
         revived: Sequence[tuple[int, str]] = (),
+        revive_deleted: bool = False,
     ) -> Memory:
         stale = list(stale)
 
@@ -654,6 +688,10 @@ class SQLStorage(Storage):
                 ).fetchone()
                 if found is not None:
                     return to_memory(memory.user, found)
+                digest = retired_digest(memory.user, memory.memory_id)
+                if not revive_deleted:
+                    self._refuse_retired(c, memory.user, memory.memory_id, digest)
+                c.execute("DELETE FROM deleted_ids WHERE digest = ?", (digest,))
             # A statement of its own, after the lock: it sees the turns the lock's previous
             # holder committed.
             row = c.execute(
@@ -760,6 +798,10 @@ class SQLStorage(Storage):
             ).fetchone()
             values = memory_row(memory, user_id)
             if row is None:
+                c.execute(
+                    "DELETE FROM deleted_ids WHERE digest = ?",
+                    (retired_digest(memory.user, memory.memory_id),),
+                )
                 rowid, strength, recalled = self._insert(c, values), memory.strength, memory.last_recall_date
             else:
                 rowid, strength, recalled = int(row[0]), int(row[1]), row[2]
@@ -839,14 +881,15 @@ class SQLStorage(Storage):
     @staticmethod
     def _reinforce(c: Cursor, user_id: int, recalled: Sequence[tuple[int, str]], date: str) -> None:
         """The recall of :meth:`reinforce` inside the transaction of ``c``: each (rowid, memory
-        id) changes only while the row holds that memory id."""
+        id) changes only while the row holds that memory id. A recall dated before the memory
+        was learned (a search "as of" an earlier day) changes nothing: its clock never moves back."""
         keys = sorted({(int(r), str(memory_id)) for r, memory_id in recalled})
         if keys:
             c.executemany(
                 "UPDATE memories SET strength = strength + 1, last_recall_date = ? "
                 "WHERE id = ? AND user_id = ? AND memory_id = ? "
-                "AND (last_recall_date IS NULL OR last_recall_date < ?)",
-                [(date, r, user_id, memory_id, date) for r, memory_id in keys],
+                "AND (last_recall_date IS NULL OR last_recall_date < ?) AND substr(date, 1, 10) <= ?",
+                [(date, r, user_id, memory_id, date, date) for r, memory_id in keys],
             )
 
     def _revive(self, c: Cursor, user_id: int, revived: Sequence[tuple[int, str]]) -> None:
@@ -869,11 +912,13 @@ class SQLStorage(Storage):
         *,
         hidden: bool = False,
         anchored_before: str | None = None,
+        scrub_dates: Iterable[str] | None = None,
     ) -> None:
         if not len(rowids):
             return
         cond, args = self._anchored(*self._by_rowids(rowids), anchored_before)
         hide = bool(archived and hidden)
+        days = None if scrub_dates is None else list(scrub_dates)
 
         def run(c: Cursor) -> None:
             self._lock_user(c, user_id)
@@ -888,7 +933,14 @@ class SQLStorage(Storage):
                 f"UPDATE memories SET archived = ?, hidden = ? WHERE {cond}",
                 (bool(archived), hide, user_id, *args),
             )
-            self._bump(c, user_id, epoch=visibility, texts_kept=True, tiers=not visibility)
+            scrubbed = days is not None and self._scrub_layers(c, user_id, days) > 0
+            self._bump(
+                c,
+                user_id,
+                epoch=visibility or scrubbed,
+                texts_kept=not scrubbed,
+                tiers=not (visibility or scrubbed),
+            )
 
         self._write(run)
 
@@ -899,6 +951,7 @@ class SQLStorage(Storage):
         scrub_dates: Iterable[str] | None = None,
         *,
         anchored_before: str | None = None,
+        retire: bool = True,
     ) -> int:
         if not len(rowids):
             return 0
@@ -908,6 +961,8 @@ class SQLStorage(Storage):
         def run(c: Cursor) -> int:
             if not self._lock_user(c, user_id, missing_ok=True):
                 return 0
+            if retire:
+                self._retire(c, user_id, cond, (user_id, *args))
             n = self._delete(c, cond, (user_id, *args), user_id=user_id)
             if days is not None:
                 self._scrub_layers(c, user_id, days)
@@ -916,29 +971,41 @@ class SQLStorage(Storage):
 
         return self._write(run)
 
-    def _scrub_layers(self, c: Cursor, user_id: int, dates: Sequence[str]) -> None:
+    def _scrub_layers(self, c: Cursor, user_id: int, dates: Sequence[str]) -> int:
         """Blank, in the transaction of ``c``, the summaries that may quote turns of ``dates``
         that are deleted or rewritten: the user's daily layers of those dates and global layers
         lose their text, vectors and vector blocks and are marked stale (to be regenerated).
-        The caller bumps the user's epoch (the lexical snapshot holds their words)."""
+        The caller bumps the user's epoch (the lexical snapshot holds their words) when this returns
+        more than 0: how many of them had words."""
         days, day_args = self._in_list("date", dates)
         scrub = (
             "FROM memories WHERE user_id = ? AND (kind IN ('global_summary', 'global_portrait') OR "
             f"(kind IN ('daily_summary', 'daily_personality') AND {days}))"
         )
-        scrubbed = c.execute(f"SELECT id {scrub}", (user_id, *day_args)).fetchall()
+        scrubbed = c.execute(f"SELECT id, text {scrub}", (user_id, *day_args)).fetchall()
         self._drop_blocks(c, user_id, [int(r[0]) for r in scrubbed])
         c.execute(f"DELETE FROM embeddings WHERE memory_rowid IN (SELECT id {scrub})", (user_id, *day_args))
         c.execute(
             f"UPDATE memories SET text = '', stale = ? WHERE id IN (SELECT id {scrub})",
             (True, user_id, *day_args),
         )
+        return sum(1 for r in scrubbed if r[1])  # the layers that had words
 
     def delete_archived(self, user_id: int) -> int:
         def run(c: Cursor) -> int:
             if not self._lock_user(c, user_id, missing_ok=True):
                 return 0
+            days = [
+                str(r[0])
+                for r in c.execute(
+                    "SELECT DISTINCT date FROM memories WHERE user_id = ? AND archived = ? AND kind = 'turn'",
+                    (user_id, True),
+                ).fetchall()
+            ]
+            self._retire(c, user_id, "user_id = ? AND archived = ?", (user_id, True))
             n = self._delete(c, "user_id = ? AND archived = ?", (user_id, True), user_id=user_id)
+            if days:  # no summary keeps quoting what is deleted
+                self._scrub_layers(c, user_id, days)
             if n:
                 self._bump(c, user_id, epoch=True)
             return n
@@ -971,6 +1038,63 @@ class SQLStorage(Storage):
             f"DELETE FROM embeddings WHERE memory_rowid IN (SELECT id FROM memories WHERE {where})", args
         )
         return int(c.execute(f"DELETE FROM memories WHERE {where}", args).rowcount)
+
+    @staticmethod
+    def _retire(
+        c: Cursor, user_id: int, where: str, args: Sequence[Any], *, expires: str | None = None
+    ) -> None:
+        """Before the user's turns matching ``where`` are deleted, in the same transaction:
+        retire the ids a caller chose (:func:`retired_digest`); the bank's own
+        ``<user>_<day>_<n>`` ids are never given again anyway (the turn floors)."""
+        row = c.execute("SELECT name FROM users WHERE id = ?", (user_id,)).fetchone()
+        if row is None:
+            return
+        name = str(row[0])
+        chosen = [
+            str(mid)
+            for mid, date, turn in c.execute(
+                f"SELECT memory_id, date, turn FROM memories WHERE {where} AND kind = 'turn'", args
+            ).fetchall()
+            if str(mid) != f"{name}_{date}_{turn}"
+        ]
+        if chosen:
+            c.executemany(
+                "INSERT INTO deleted_ids(digest, user_id, deleted_on, expires_on) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (digest) DO UPDATE SET user_id = excluded.user_id, "
+                "deleted_on = excluded.deleted_on, expires_on = excluded.expires_on",
+                [
+                    (retired_digest(name, mid), None if expires else user_id, _today().isoformat(), expires)
+                    for mid in chosen
+                ],
+            )
+
+    @staticmethod
+    def _refuse_retired(c: Cursor, user: str, memory_id: str, digest: str) -> None:
+        row = c.execute(
+            "SELECT deleted_on FROM deleted_ids WHERE digest = ? AND (expires_on IS NULL OR expires_on >= ?)",
+            (digest, _today().isoformat()),
+        ).fetchone()
+        if row is not None:
+            raise MemoryDeletedError(
+                f"memory {memory_id!r} of user {user!r} was deleted on {row[0]}; a retried or replayed "
+                "add does not bring it back (store it under a new id to keep it again)",
+                memory_id=memory_id,
+                deleted_on=str(row[0]),
+            )
+
+    def archived_turn_days(self, user_id: int) -> list[str]:
+        rows = self._rows(
+            "SELECT DISTINCT date FROM memories WHERE user_id = ? AND archived = ? AND kind = 'turn' ORDER BY date",
+            (user_id, True),
+        )
+        return [str(r[0]) for r in rows]
+
+    def retired_on(self, user: str, memory_id: str) -> str | None:
+        rows = self._rows(
+            "SELECT deleted_on FROM deleted_ids WHERE digest = ? AND (expires_on IS NULL OR expires_on >= ?)",
+            (retired_digest(user, memory_id), _today().isoformat()),
+        )
+        return str(rows[0][0]) if rows else None
 
     @staticmethod
     def _drop_blocks(c: Cursor, user_id: int, rowids: Sequence[int]) -> None:

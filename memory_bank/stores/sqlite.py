@@ -28,6 +28,7 @@ from memory_bank.errors import ConfigError, StoreError
 from memory_bank.records import Memory, MemoryKind
 from memory_bank.stores.base import SCHEMA_VERSION, Backend, ForgetColumns, UserRecord
 from memory_bank.stores.sql import (
+    DELETED_IDS_TABLE,
     INSERT,
     LEXICAL_TABLE,
     MIGRATION_6,
@@ -94,6 +95,8 @@ _MIGRATIONS: dict[int, str] = {
     # next partition load of each user), the tier counter, the indexes of forgotten and hidden
     # memories.
     5: MIGRATION_6.format(bigint="INTEGER", blob="BLOB", blocks_storage=""),
+    # 6 -> 7: the memory ids deletes retired (a retried add of a deleted turn stores nothing).
+    6: DELETED_IDS_TABLE.format(bigint="INTEGER", day="TEXT"),
 }
 
 
@@ -360,8 +363,11 @@ class SQLiteStorage(SQLStorage):
         scrub_dates: Iterable[str] | None = None,
         *,
         anchored_before: str | None = None,
+        retire: bool = True,
     ) -> int:
-        n = super().delete_memories(user_id, rowids, scrub_dates, anchored_before=anchored_before)
+        n = super().delete_memories(
+            user_id, rowids, scrub_dates, anchored_before=anchored_before, retire=retire
+        )
         self._flush_deleted()
         return n
 

@@ -33,7 +33,9 @@ _LIST_MARK = re.compile(r"^(?:\d{1,2}[.)、]|[-*•])\s*")
 _TRAILING_MARK = re.compile(r"\n\s*(?:\d{1,2}[.)、]|[-*•])\s*$")
 _MARKDOWN = re.compile(r"\*\*|__|^#+\s*", re.M)
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
+#: A reasoning model's thoughts: closed, cut off before their end (the answer never came), or
+#: closed without their opening tag (some servers strip it from the output).
+_THINK = re.compile(r"<think>.*?(?:</think>|\Z)|\A.*?</think>", re.DOTALL)
 _TERMINAL = tuple(".!?。！？…\"'”’)）")
 
 
@@ -179,13 +181,15 @@ def junk_reason(text: str, pack: LanguagePack, task: Task, min_words: int = 3) -
     if not text.strip():
         return "empty"
     cjk = len(CJK_RE.findall(text))
-    latin = sum(len(w) for w in _WORD.findall(text)) - cjk
-    if len(_WORD.findall(CJK_RE.sub(" ", text))) + cjk / 2 < min_words:
+    words = len(_WORD.findall(CJK_RE.sub(" ", text)))
+    if words + cjk / 2 < min_words:
         return "too short"
     folded = text.casefold()
     if any(marker in folded for marker in pack.junk_markers):
         return "a refusal or boilerplate"
-    share = cjk / max(1, cjk + latin)
+    # Ideographs against words of other scripts, a word counted as two ideographs (about a
+    # Chinese word): a Chinese summary naming Kubernetes and PostgreSQL is still Chinese.
+    share = cjk / max(1, cjk + 2 * words)
     low, high = pack.cjk_share
     if share < low or share > high:
         return f"not in the expected language ({pack.code})"

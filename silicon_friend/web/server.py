@@ -96,6 +96,10 @@ def serve(
         auth=credentials or None,
         auth_message="SiliconFriend: sign in to open your memories." if credentials else None,
         prevent_thread_lock=True,
+        # Gradio keeps every call's inputs and outputs (messages, replies, names, a temporary
+        # chat's) in the browser's storage for its "Runs" page, where they outlived "Forget me":
+        # off, which also deletes what an earlier version of the app left there.
+        run_history=False,
         show_error=True,
         ssr_mode=False,
         quiet=True,

@@ -46,6 +46,12 @@ def test_future_dated_memories_count_as_fresh() -> None:
     assert forgetting.retention(-3, 1) == 1.0
 
 
+def test_a_memory_of_the_calendars_last_days_is_explained_not_a_crash() -> None:
+    """A day valid for import and add (9999-12-30) made ``explanations()`` raise OverflowError."""
+    e = forgetting.explain(kind="turn", strength=1, anchor="9999-12-30", now="9999-12-31", tau=7.0)
+    assert e["forgets_on"] is None and 0 < e["retention"] < 1
+
+
 def test_stochastic_mask_is_reproducible_with_a_seed_and_follows_retention() -> None:
     r = np.full(20_000, 0.3)
     a = forgetting.forget_mask(r, rng=np.random.default_rng(7))
@@ -159,9 +165,9 @@ def test_two_first_writes_of_a_day_run_one_pass(make_bank, clock) -> None:  # ty
     passes: list[str] = []
     run = bank._forget_user
 
-    def counted(*a):  # type: ignore[no-untyped-def]
+    def counted(*a, **kw):  # type: ignore[no-untyped-def]
         passes.append(a[0].name)
-        return run(*a)
+        return run(*a, **kw)
 
     bank._forget_user = counted
     assert bank._daily_forget(first, day) is not None

@@ -117,3 +117,19 @@ def test_a_chat_reply_that_used_forgotten_memories_brings_them_back_not_a_hidden
     states = {e.memory_id: (e.status, e.archived) for e in bank.explanations("Ann", now=NOW)}
     assert states[REX] == ("strong", False) and states[MISO] == ("hidden", True)
     assert bank.forget("Ann", now="2023-07-01")["Ann"].forgotten == []  # recalled: its clock restarted
+
+
+def test_with_forgetting_off_what_an_earlier_setting_forgot_is_found_hidden_ones_are_not(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A store forgotten under the default setting and opened with forgetting off found nothing
+    it had forgotten: 'off' hid them all instead of forgetting nothing."""
+    on = make_bank(tmp_path / "s")
+    _fill(on)
+    on.add_turn("Ann", "I bought a red bicycle yesterday.", "Cool!", at="2023-05-01T09:10")
+    on.archive("Ann", ["Ann_2023-05-01_2"])  # hidden by the user
+    assert sorted(on.forget("Ann", now=NOW)["Ann"].forgotten) == [MISO, REX]
+    on.close()
+    off = make_bank(tmp_path / "s", forgetting={"mode": "off"})
+    assert _ids(off, "What does my cat like?")[0] == MISO
+    assert "Ann_2023-05-01_2" not in _ids(off, "red bicycle")
+    off.search("Ann", "my dog Rex", k=1, now=NOW, reinforce=True)  # a recall brings it back for good
+    assert {m.memory_id: m.archived for m in off.history("Ann")}[REX] is False

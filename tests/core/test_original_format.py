@@ -262,3 +262,46 @@ def test_an_empty_user_record_comes_back_empty(make_bank, tmp_path) -> None:  # 
     bank: MemoryBank = make_bank()
     import_data(bank, {"Ann": {}, "Bo": {"name": "Bo"}})
     assert export_data(bank) == {"Ann": {}, "Bo": {"name": "Bo"}}  # not six default fields
+
+
+def test_a_summary_due_to_be_made_again_stays_due_after_export_and_import(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Export dropped the stale flag: a summary blanked by a deletion, or one that no longer
+    covered its day's later turns, came back finished and was never made again."""
+    bank = make_bank()
+    bank.add_turn("Ann", "I like tea.", "Green or black?", at="2023-05-01T10:00")
+    bank.set_layer("Ann", MemoryKind.DAILY_SUMMARY, "Ann likes tea.", date="2023-05-01")
+    bank.set_layer("Ann", MemoryKind.DAILY_PERSONALITY, "Calm.", date="2023-05-01")
+    bank.add_turn("Ann", "I went hiking too.", "Nice!", at="2023-05-01T11:00")  # the day's layers are stale
+    bank.set_layer("Ann", MemoryKind.DAILY_PERSONALITY, "", date="2023-05-01")  # as a deletion leaves it
+    data = export_data(bank)
+    assert data["Ann"]["summary"]["2023-05-01"]["stale"] is True
+    other = make_bank(store=str(tmp_path / "other"))
+    import_data(other, data)
+    summary = other.layer("Ann", MemoryKind.DAILY_SUMMARY, "2023-05-01")
+    personality = other.layer("Ann", MemoryKind.DAILY_PERSONALITY, "2023-05-01")
+    assert summary is not None and (summary.text, summary.stale) == ("Ann likes tea.", True)
+    assert personality is not None and (personality.text, personality.stale) == ("", True)
+    assert export_data(other)["Ann"]["summary"] == data["Ann"]["summary"]
+    original = {"Bob": {"history": {"2023-05-01": [["hi", "hello"]]}, "summary": {"2023-05-01": ""}}}
+    import_data(other, copy.deepcopy(original))  # an original file's empty summary: to be made
+    blank = other.layer("Bob", MemoryKind.DAILY_SUMMARY, "2023-05-01")
+    assert blank is not None and blank.stale
+    assert export_data(other, ["Bob"])["Bob"] == original["Bob"]  # still given back as it was
+    bad = {"Cy": {"summary": {"2023-05-01": {"content": "x", "stale": "yes"}}}}
+    with pytest.raises(MemoryFileError, match="stale must be true or false"):
+        import_data(other, bad)
+
+
+def test_imported_turns_are_weighted_as_added_ones(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Turns of an original file (which has no weights) all got weight 1: small talk imported was
+    kept as long as a personal statement, unlike the same words added in a chat."""
+    said = [("Hi!", "Hello!"), ("My sister moved to Lisbon last spring for her new job.", "Big change!")]
+    added = make_bank()
+    for q, r in said:
+        added.add_turn("Ann", q, r, at="2023-05-01T10:00")
+    data = {"Ann": {"history": {"2023-05-01": [[q, r] for q, r in said]}}}
+    imported = make_bank(store=str(tmp_path / "imported"))
+    import_data(imported, copy.deepcopy(data))
+    weights = [m.weight for m in imported.history("Ann")]
+    assert weights == [m.weight for m in added.history("Ann")] and weights[0] < weights[1]
+    assert export_data(imported)["Ann"]["history"] == data["Ann"]["history"]  # still given back as it was

@@ -235,3 +235,21 @@ def test_an_earlier_message_that_cannot_be_stored_does_not_block_the_turn(bank: 
     summary = HumanMessage("Summary so far: Emily's PIN is 4921.", additional_kwargs={"lc_source": "summarization"})
     agent.invoke({"messages": [summary, HumanMessage("broken\x00message"), HumanMessage("I got married today!")]})
     assert [(t.query, t.response) for t in bank.history("Emily")] == [("I got married today!", "Congratulations!")]
+
+
+def test_a_regenerate_or_retry_never_brings_back_a_turn_the_user_deleted(bank: MemoryBank) -> None:
+    """The turn's id no longer existed, so a replay stored the deleted turn again."""
+    saver = InMemorySaver()
+    model = recording_model("Noted, 12 Elm Street.", "Noted again.", "Hi again!")
+    agent = create_agent(model, middleware=[MemoryBankMiddleware(bank, "Emily")], checkpointer=saver)
+    agent.invoke({"messages": [HumanMessage("My address is 12 Elm Street.", id="m1")]}, _thread("u"))
+    bank.delete_memory("Emily", "lc:m1")  # the user deletes it in a memory view
+    before_model = next(s for s in agent.get_state_history(_thread("u")) if "model" in s.next)
+    agent.invoke(None, before_model.config)  # a regenerate of that turn
+    assert bank.history("Emily") == []
+    retry = create_agent(recording_model("Noted.", "Noted."), middleware=[MemoryBankMiddleware(bank, "Emily")])
+    retry.invoke({"messages": [HumanMessage("My address is 12 Elm Street.", id="m1")]})  # a client's retry
+    assert bank.history("Emily") == []
+    bank.delete_user("Emily")
+    retry.invoke({"messages": [HumanMessage("My address is 12 Elm Street.", id="m1")]})  # after "forget me"
+    assert not bank.has_user("Emily")

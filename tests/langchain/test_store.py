@@ -311,3 +311,15 @@ def test_a_put_never_unhides_and_search_finds_live_items_behind_forgotten_ones(b
             store.put(ANN, bad, {"content": "x"})
     with pytest.raises(InvalidInputError, match="query must be a string"):
         store.search(ANN, query=5)  # type: ignore[arg-type]
+
+
+def test_a_key_deleted_then_put_again_is_a_new_item(bank: MemoryBank) -> None:
+    """A key-value store's delete does not retire its key (as a replayed turn's id is)."""
+    store = MemoryBankStore(bank)
+    store.put(ANN, "prefs", {"data": "tea"})
+    store.delete(ANN, "prefs")
+    store.put(ANN, "prefs", {"data": "coffee"})
+    assert store.get(ANN, "prefs").value == {"data": "coffee"}  # type: ignore[union-attr]
+    bank.delete_user("Ann")
+    store.put(ANN, "prefs", {"data": "water"})  # after the user was deleted: a new start
+    assert store.get(ANN, "prefs").value == {"data": "water"}  # type: ignore[union-attr]

@@ -168,3 +168,14 @@ def test_a_replayed_save_never_brings_back_what_the_user_corrected(bank: MemoryB
     bank.update_memory("Emily", "tool:call_1", text="Emily lives in Berlin (moved).")
     agent.invoke(ask)  # the same call replayed
     assert [(m.memory_id, m.query) for m in bank.history("Emily")] == [("tool:call_1", "Emily lives in Berlin (moved).")]
+
+
+def test_a_replayed_save_never_brings_back_what_the_user_deleted(bank: MemoryBank) -> None:
+    save = tool_call("save_memory", {"content": "Emily's PIN is 4321."}, "call_5")
+    agent = create_agent(recording_model(save, "Saved.", save, "Saved."), tools=memory_tools(bank, user="Emily"))
+    ask = {"messages": [{"role": "user", "content": "Remember my PIN."}]}
+    agent.invoke(ask)
+    bank.delete_memory("Emily", "tool:call_5")
+    said = tool_results(agent.invoke(ask))  # the same call replayed
+    assert bank.history("Emily") == []
+    assert len(said) == 1 and said[0].startswith("Not saved: the user deleted this memory (tool:call_5) on ")

@@ -38,6 +38,8 @@ REFUSED = [
     "\u0301bob",  # a leading combining mark
     "bob\x00",
     "bob\ufe0f",  # a variation selector after a letter shows as nothing
+    "Ann\u2028Lee",  # a line separator: shows as a line break, or as nothing
+    "Ann\u2029Lee",  # a paragraph separator
     "b\U000e0100ob",
     "bob$\ufe0f",  # after a currency sign it shows as nothing too
     "bob\U0001f600\U000e0100",  # ideographic selectors only follow Han ideographs

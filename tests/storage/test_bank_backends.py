@@ -192,7 +192,7 @@ def test_single_memory_operations_never_read_the_whole_history(make_bank) -> Non
     portrait = bank.layer("Ann", MemoryKind.GLOBAL_PORTRAIT)
     assert portrait is not None and spy.rows_read() == 1
     assert (portrait.text, portrait.stale) == ("", True)  # blanked by the deletion, to be regenerated
-    assert bank.purge_archived("Ann") == 1 and spy.rows_read() == 0
+    assert bank.purge_archived("Ann") == 1 and spy.rows_read() <= day  # the purged turn's day: relinked
     hits = bank.search("Ann", "topic 123", k=3, now="2023-03-01", reinforce=True)
     assert len(hits) == 3 and spy.rows_read() <= 3
     # No read above listed the history: every memories() call named rowids or a date.

@@ -175,3 +175,28 @@ def test_chain_is_prompt_model_parser(language: str) -> None:
     chain = build_chain(Task.DAILY_EVENTS, FakeListChatModel(responses=[answer]), language)
     out = chain.invoke(prompt_inputs(date="2023-05-04", content="..."))
     assert out == answer.split("：" if language == "zh" else ": ", 1)[1]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "<think>The user talked about tea, so I should write",  # cut off inside its thoughts
+        "The user talked about tea, so I should write a short summary.</think>",  # no opening tag, no answer
+    ],
+)
+def test_a_reasoning_models_unfinished_thoughts_are_never_a_summary(raw: str) -> None:
+    assert clean_summary(raw, language_pack("en")) == ""
+    assert clean_summary("Thinking it over.</think>Ann talked about tea.", language_pack("en")) == "Ann talked about tea."
+
+
+def test_a_chinese_summary_that_names_english_terms_is_chinese() -> None:
+    from memory_bank.summaries.chains import junk_reason
+
+    zh = "用户今天在公司用 Kubernetes、PostgreSQL 和 TensorFlow 部署了新的 recommendation service。"
+    assert junk_reason(zh, language_pack("zh"), Task.DAILY_EVENTS) is None
+    en = "The user deployed a new recommendation service with Kubernetes and PostgreSQL today."
+    assert junk_reason(en, language_pack("zh"), Task.DAILY_EVENTS) == "not in the expected language (zh)"
+    mostly_en = "用户 deployed the new recommendation service with Kubernetes and PostgreSQL today."
+    assert junk_reason(mostly_en, language_pack("zh"), Task.DAILY_EVENTS) == "not in the expected language (zh)"
+    names = "The user met 王小明 and 李华 at the new cafe downtown."
+    assert junk_reason(names, language_pack("en"), Task.DAILY_EVENTS) is None
