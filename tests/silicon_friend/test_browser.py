@@ -9,6 +9,7 @@ Screenshots go to ``$TEST_ARTIFACTS`` (default ``./artifacts``). Skipped, with t
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import subprocess
@@ -162,6 +163,10 @@ def test_chat_twice_and_see_my_memories(
     page.get_by_role("tab", name=ui_texts(language).chat_tab).click()
     chat = page.locator("#sf-chatbot").inner_text()
     assert all(f"Echo: {m}" in chat for m in messages)
+    # Nothing of the conversation is kept in the browser (Gradio's run history kept every message
+    # and reply there, past "Forget me"); the page's storage holds at most the remembered name.
+    kept = page.evaluate("() => JSON.stringify(localStorage) + JSON.stringify(sessionStorage)")
+    assert not [m for m in messages if m in kept or json.dumps(m)[1:-1] in kept]
     page.close()
 
 
