@@ -590,11 +590,11 @@ MAX_TEXT = 1_000_000
 
 def check_text(value: object, what: str, *, allow_empty: bool = False) -> str:
     """Return ``value`` if it is storable text, else raise :class:`InvalidInputError` naming the
-    problem: not a string, empty, over :data:`MAX_TEXT` characters, a NUL character, or a lone
+    problem: not a string, empty (nothing visible), over :data:`MAX_TEXT` characters, a NUL character, or a lone
     surrogate (not Unicode: it cannot be written as UTF-8). Used by every write path alike."""
     if not isinstance(value, str):
         raise InvalidInputError(f"{what} must be text, got {type(value).__name__}")
-    if not allow_empty and not value.strip():
+    if not allow_empty and not has_visible(value):  # a zero-width space alone shows nothing
         raise InvalidInputError(f"{what} is empty; give some text")
     if len(value) > MAX_TEXT:
         raise InvalidInputError(f"{what} is {len(value):,} characters; the limit is {MAX_TEXT:,}")

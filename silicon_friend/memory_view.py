@@ -17,6 +17,7 @@ from memory_bank.errors import InvalidInputError, MemoryNotFoundError
 from memory_bank.explain import Explanation
 from memory_bank.records import Memory
 from memory_bank.text import parse_day
+from silicon_friend.reasons import reason
 
 #: Rows per page of the memory table.
 PAGE_SIZE = 25
@@ -63,9 +64,7 @@ class MemoryFilter:
             for d, what in ((since, "from"), (until, "to"))
         ]
         if days[0] and days[1] and days[0] > days[1]:
-            raise InvalidInputError(
-                f"the date range ends ({days[1]}) before it starts ({days[0]}); swap them"
-            )
+            raise InvalidInputError(reason("date_order", end=days[1], start=days[0]))
         return cls(text=(text or "").strip(), kind=kind, since=days[0], until=days[1], status=status)
 
     def matches(self, m: Memory) -> bool:

@@ -70,6 +70,16 @@ REASONS: dict[str, tuple[str, str]] = {
         "user name {name} has no visible letter, digit or symbol; give a name that can be read",
         "名字 {name} 没有看得见的字母、数字或符号；请输入一个能读的名字",
     ),
+    # Refusals of a memory's text and of the memory view's filter:
+    "text_empty": ("{what} is empty; give some text", "内容是空的，请输入一些文字"),
+    "bad_date": (
+        "{what} {value} is not a valid date; use YYYY-MM-DD (e.g. 2023-05-04)",
+        "{value} 不是有效的日期；请用 YYYY-MM-DD 的格式（例如 2023-05-04）",
+    ),
+    "date_order": (
+        "the date range ends ({end}) before it starts ({start}); swap them",
+        "日期范围的结束（{end}）早于开始（{start}）；请把两个日期对调",
+    ),
     "some_failed": (
         "{n} of the summaries failed and kept their previous text (first: {detail})",
         "有 {n} 项总结失败，保留了之前的内容（第一项：{detail}）",

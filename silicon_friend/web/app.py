@@ -592,6 +592,7 @@ class WebApp:
             return
         tab = self._tab(request)
         if tab.repeated(message):  # a double click: the first click's event answers it
+            self._info(self._t(request).sent_once, request)  # said, never silently dropped
             yield self._render_tab(request), gr.update()
             return
         temporary = tab.temporary  # the mode it was sent in, whatever the switch says by its turn

@@ -254,6 +254,7 @@ class UITexts:
     queued: str
     wait_for_reply: str
     line_full: str
+    sent_once: str
     removed_last: str
     wait_to_switch: str
     nothing_to_export: str
@@ -342,6 +343,7 @@ UI: dict[str, UITexts] = {
         wait_for_reply="Wait until the current reply is finished.",
         removed_last="Removed the last turn from the chat and from your memories. To bring it back, click “Undo delete” in My memories (within 10 minutes).",
         line_full="Too many messages are waiting for a reply; send this one when some are answered (it is still in the box).",
+        sent_once="The same message twice at once (a double click?): sent once.",
         wait_to_switch="Wait until the current reply is finished before changing the name (your message is still in the box).",
         nothing_to_export="{user} has no memories to export yet.",
         export_ready="[⬇ Download {file}]({link}) (only for you; the link works for 10 minutes).",
@@ -443,6 +445,7 @@ UI: dict[str, UITexts] = {
         wait_for_reply="请等当前回复完成。",
         removed_last="已从对话和你的记忆中删除上一轮。想找回的话，请在“我的记忆”里点击“撤销删除”（10 分钟内有效）。",
         line_full="等待回复的消息太多了；请等前面的消息得到回复后再发送这条（它还在输入框里）。",
+        sent_once="同一条消息连续发送了两次（双击了？）：只发送一次。",
         wait_to_switch="请等当前回复完成后再更换名字（你的消息还在输入框里）。",
         nothing_to_export="{user} 还没有可以导出的记忆。",
         export_ready="[⬇ 下载 {file}]({link})（仅限你本人，链接 10 分钟内有效）。",

@@ -115,8 +115,13 @@ def test_edit_add_delete_undo_and_restore(forgetting_bank) -> None:  # type: ign
         m.query == "My sister Jo lives in Lisbon." for m in forgetting_bank.history("Ann")
     )
     assert rows(out)[0][2] == "My sister Jo lives in Lisbon." and rows(out)[0][0] == "2023-06-01"
-    with pytest.warns(UserWarning, match="query"):  # an empty one is refused, the box keeps it
-        assert app.memory_tab.handlers()["add"]("Ann", "  ", *FORM, ANN)[-1] == gr.update()
+    for empty in ("  ", "\u200b"):  # an empty one is refused, the box keeps it (a zero-width space too)
+        with pytest.warns(UserWarning, match="query"):
+            assert app.memory_tab.handlers()["add"]("Ann", empty, *FORM, ANN)[-1] == gr.update()
+    click_row(app, "Ann", 0, ANN)
+    with pytest.warns(UserWarning, match="memory text is empty"):  # nor is an edit to nothing visible
+        app.memory_tab.handlers()["save"]("Ann", "\u200b", *FORM, ANN)
+    assert forgetting_bank.history("Ann")[-1].query == "My sister Jo lives in Lisbon."
     click_row(app, "Ann", 2, ANN)  # the cat
     out = app.memory_tab.handlers()["delete"]("Ann", "", *FORM, ANN)
     assert [m.date for m in forgetting_bank.history("Ann")] == ["2023-05-01", "2023-06-01"]
@@ -330,3 +335,16 @@ def test_a_refused_name_is_said_once_not_again_by_the_memory_tab(engine) -> None
         app.remember("bad\x07name", request)  # Remember Me, then the memory tab's signed_in
         app.memory_tab.by_name["signed_in"]("bad\x07name", "", "", "all", "all", "", "", 1, request)
     assert len([w for w in got if "control" in str(w.message)]) == 1
+
+
+def test_the_chinese_page_says_a_refused_memory_or_filter_in_chinese(forgetting_bank) -> None:  # type: ignore[no-untyped-def]
+    """The bank's and the filter's refusals were shown in English on the Chinese page."""
+    seed(forgetting_bank, n=1)
+    app = make_app(forgetting_bank, "zh")
+    zh_form = ("", "all", "all", "2023-13-45", "", 1)
+    with pytest.warns(UserWarning, match="不是有效的日期"):
+        app.memory_tab.memories("Ann", "", *zh_form, ANN)
+    with pytest.warns(UserWarning, match="日期范围的结束"):
+        app.memory_tab.memories("Ann", "", "", "all", "all", "2023-06-01", "2023-05-01", 1, ANN)
+    with pytest.warns(UserWarning, match="内容是空的"):
+        app.memory_tab.handlers()["add"]("Ann", "\u200b", *FORM, ANN)

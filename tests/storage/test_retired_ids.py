@@ -36,7 +36,7 @@ def test_a_retry_of_a_deleted_turn_stores_nothing(make_bank) -> None:  # type: i
     assert bank.add_turn("Ann", "My sister's name is Mia.", "Nice!", memory_id="lc:msg-1").memory_id == "lc:msg-1"
     bank.delete_memory("Ann", "lc:msg-1")
     version = bank.storage.user_state(bank.user("Ann").id)[0]
-    with pytest.raises(MemoryDeletedError, match="lc:msg-1.*deleted on") as e:
+    with pytest.raises(MemoryDeletedError, match=r"lc:msg-1.*deleted on") as e:
         bank.add_turn("Ann", "My sister's name is Mia.", "Nice!", memory_id="lc:msg-1")  # the client's retry
     assert e.value.memory_id == "lc:msg-1" and e.value.deleted_on
     assert _ids(bank, "Ann") == ["lc:msg-2"]
