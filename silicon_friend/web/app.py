@@ -535,9 +535,13 @@ class WebApp:
                 yield await self._frame(request), gr.update()
         if job.ended:
             self._warn(self._t(request).session_ended, request)
+            if tab.session is session:  # the user's next message starts again (it was refused for good)
+                tab.session = self.engine.start(session.user)
+                tab.session.temporary = tab.temporary
         elif job.refused is not None:
             self._warn(job.refused, request)
         if job.ended or job.refused is not None:  # the message goes back into the box
+            tab.refused(text)  # sending it again at once is not a double click
             yield self._render_tab(request), gr.update() if message is None else message
             return
         t = self._t(request)

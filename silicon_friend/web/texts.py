@@ -372,7 +372,7 @@ UI: dict[str, UITexts] = {
         score="score",
         kinds=KIND_NAMES["en"],
         loading_encoder="⏳ Loading the memory encoder (only after a start)…",
-        session_ended="Your memories were deleted: this message was not sent. Enter your name to start again.",
+        session_ended="Your memories were deleted (Forget me): this message was not sent. Send it again to start anew.",
         summary_queued="🕓 Your summaries are queued: they are written in the background, and you can keep chatting.",
         summary_running=(
             "⏳ Writing your summaries in the background: step {done} of {total} (one per day, then your "
@@ -471,7 +471,7 @@ UI: dict[str, UITexts] = {
         score="相关度",
         kinds=KIND_NAMES["zh"],
         loading_encoder="⏳ 正在加载记忆编码器（仅在启动后第一次）……",
-        session_ended="你的记忆已被删除：这条消息没有发送。请输入名字重新开始。",
+        session_ended="你的记忆已被删除（忘记我）：这条消息没有发送。再发送一次即可重新开始。",
         summary_queued="🕓 你的总结已排队：会在后台撰写，你可以继续聊天。",
         summary_running="⏳ 正在后台撰写你的总结：第 {done}/{total} 步（每天一步，最后是性格画像和事件总览）。你可以继续聊天。",
         summary_done="✓ 总结已是最新：写入了 {n} 条，用时 {seconds} 秒。",

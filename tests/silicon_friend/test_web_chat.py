@@ -183,6 +183,21 @@ def test_a_message_waiting_when_forget_me_comes_is_not_stored(make_engine) -> No
     assert results and results[0][-1][1] == "my secret"  # given back into the box, visibly
 
 
+def test_after_forget_me_in_one_tab_the_other_tab_can_start_again(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """Tab B's every message was refused after tab A's "Forget me", and entering the name again
+    (as the toast said) changed nothing: only "Remember Me" got B out."""
+    app = WebApp(make_engine(EchoChatModel(delay=0.0)))
+    tab_b = gr.Request(session_hash="tab-b")
+    list(steps(app.send("I love jazz.", "Emily", *SLIDERS, tab_b)))
+    app.forget_me("Emily", True, ANON)
+    with pytest.warns(UserWarning, match="this message was not sent"):
+        refused = list(steps(app.send("What music do I like?", "Emily", *SLIDERS, tab_b)))
+    assert refused[-1][1] == "What music do I like?" and not app.engine.bank.has_user("Emily")
+    assert "jazz" not in str(refused[-1][0])  # the deleted conversation is gone from B's chat too
+    list(steps(app.send("What music do I like?", "Emily", *SLIDERS, tab_b)))  # sent again: a new start
+    assert [m.query for m in app.engine.bank.history("Emily")] == ["What music do I like?"]
+
+
 def test_warm_up_loads_the_encoder_before_the_first_login(engine) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(engine)
     release, encoded = threading.Event(), []
