@@ -76,7 +76,10 @@ def check_files(db: Path) -> None:
     except OSError as e:
         raise _refuse(db, f"cannot be read ({e.strerror}); check its permissions") from e
     if not header.startswith(_SQLITE_MAGIC) or len(header) < 100:
-        raise _refuse(db, "is not an SQLite database, so not a memory store; check --store")
+        raise _refuse(
+            db,
+            "is not an SQLite database, so not a memory store; check the path given (memorybank --store, silicon-friend --data-dir)",
+        )
     if wal.exists() and wal.stat().st_size:
         with open(wal, "rb") as f:
             wal_header = f.read(32)
@@ -141,7 +144,7 @@ def inspect(db: Path, *, quick_check: bool = True) -> dict[str, str]:
             raise _refuse(
                 db,
                 "is an SQLite database but not a MemoryBank store (no "
-                f"{', '.join(missing) or 'schema version'}); check --store, this file is left as it is",
+                f"{', '.join(missing) or 'schema version'}); check the path given (memorybank --store, silicon-friend --data-dir); this file is left as it is",
             )
         version = meta["schema_version"]
         if not version.isdigit():

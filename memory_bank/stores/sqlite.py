@@ -175,7 +175,7 @@ class SQLiteStorage(SQLStorage):
         if not self.path.exists():
             if not create:
                 raise StoreError(
-                    f"no memory store at {str(self.directory)!r}; check --store, or create one with "
+                    f"no memory store at {str(self.directory)!r}; check the path given (memorybank --store, silicon-friend --data-dir), or create one with "
                     "'memorybank import' or 'memorybank add'"
                 )
             if self.directory.exists() and not self.directory.is_dir():
