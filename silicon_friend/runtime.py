@@ -107,12 +107,9 @@ def summaries_for(
     config = config or SummaryConfig()
     chat_model = model.chat_model
     if config.llm is not None:
-        from memory_bank.llm import build_chat_model, parse_llm_spec
+        from memory_bank.summaries.summarizer import summary_model
 
-        spec = parse_llm_spec(config.llm)
-        if spec.n_ctx and not config.context_tokens:
-            config = config.model_copy(update={"context_tokens": spec.n_ctx})
-        chat_model = build_chat_model(spec)
+        chat_model, config = summary_model(config)
     summarizer = Summarizer(bank, chat_model, config.language or language, config=config)
     return summarizer, RolloverScheduler(summarizer)
 

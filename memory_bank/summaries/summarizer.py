@@ -588,9 +588,21 @@ def summarizer_from_config(bank: MemoryBank, config: SummaryConfig) -> Summarize
     """A :class:`Summarizer` with the chat model ``config.llm`` names (its context window
     taken from the spec when the config sets none): what ``memorybank summarize`` and
     ``memorybank mcp --llm`` use."""
+    chat_model, config = summary_model(config)
+    return Summarizer(bank, chat_model, config.language, config=config)
+
+
+def summary_model(config: SummaryConfig) -> tuple[Any, SummaryConfig]:
+    """The chat model ``config.llm`` names, with ``config`` completed from its spec (the context
+    window, when the config sets none). Its requests time out at ``call_timeout_s`` when the
+    spec sets no shorter timeout: a call the summariser gives up at its deadline does not hold
+    its connection and thread for the client's default ten minutes."""
     from memory_bank.llm import build_chat_model, parse_llm_spec
 
     spec = parse_llm_spec(config.llm)
     if spec.n_ctx and not config.context_tokens:
         config = config.model_copy(update={"context_tokens": spec.n_ctx})
-    return Summarizer(bank, build_chat_model(spec), config.language, config=config)
+    limit = config.call_timeout_s
+    if limit and (spec.timeout is None or spec.timeout > limit):
+        spec = spec.model_copy(update={"timeout": float(limit)})
+    return build_chat_model(spec), config

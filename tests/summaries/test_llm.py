@@ -195,3 +195,17 @@ def test_loaded_models_are_freed_at_exit_unless_in_use(monkeypatch: pytest.Monke
     assert not idle_lock.try_acquire()  # kept: nobody gets the freed model
     busy_lock.release()
     assert busy_lock.try_acquire()
+
+
+def test_a_summary_models_requests_time_out_at_the_summary_call_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call the summariser gave up at call_timeout_s kept its connection and thread open for
+    the client's own timeout (ten minutes by default)."""
+    from memory_bank.summaries import SummaryConfig
+    from memory_bank.summaries.summarizer import summary_model
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    chat, _ = summary_model(SummaryConfig(llm="openai:m@http://127.0.0.1:9/v1", call_timeout_s=30))
+    assert chat.request_timeout == 30
+    shorter = {"backend": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1", "timeout": 5}
+    chat, _ = summary_model(SummaryConfig(llm=shorter, call_timeout_s=30))
+    assert chat.request_timeout == 5  # a shorter timeout of the spec's own is kept
