@@ -299,6 +299,17 @@ class Storage(abc.ABC):
         same transaction the daily layers of their turns' days and the global layers are
         blanked and marked stale, as :meth:`delete_memories` does with ``scrub_dates``."""
 
+    def retired_ids(self) -> list[tuple[str, str | None, str, str | None]]:
+        """Every retired id's record (:meth:`retired_on`): ``(digest, the live user's name or None,
+        deleted on, expires on or None)``, what a copy of the store (``memorybank migrate``, a
+        PostgreSQL backup) carries over. A backend that keeps none returns none."""
+        return []
+
+    def put_retired_ids(self, rows: Sequence[tuple[str, str | None, str, str | None]]) -> None:
+        """Add records read by :meth:`retired_ids` of another store (users matched by name; a
+        digest already held is kept). A backend that keeps none keeps none of these either."""
+        return None
+
     def archived_turn_days(self, user_id: int) -> list[str]:
         """The days (ascending) of the user's archived turns (what :meth:`delete_archived` would
         delete). A backend reads them from its index of archived memories."""

@@ -187,6 +187,7 @@ def _migrate(
             totals["embeddings"] += expected["embeddings"]
             if on_user:
                 on_user(rec.name)
+    dst.put_retired_ids(src.retired_ids())  # a retry of a deleted turn stays refused in the copy
     after = src.counts()
     if after != before:
         logger.warning("the source changed during the migration; writes made meanwhile may be missing")

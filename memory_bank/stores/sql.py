@@ -1082,6 +1082,39 @@ class SQLStorage(Storage):
                 deleted_on=str(row[0]),
             )
 
+    def retired_ids(self) -> list[tuple[str, str | None, str, str | None]]:
+        rows = self._rows(
+            "SELECT d.digest, u.name, d.deleted_on, d.expires_on FROM deleted_ids d "
+            "LEFT JOIN users u ON u.id = d.user_id ORDER BY d.digest"
+        )
+        return [
+            (str(r[0]), None if r[1] is None else str(r[1]), str(r[2]), None if r[3] is None else str(r[3]))
+            for r in rows
+        ]
+
+    def put_retired_ids(self, rows: Sequence[tuple[str, str | None, str, str | None]]) -> None:
+        if not rows:
+            return
+
+        def run(c: Cursor) -> None:
+            ids = {str(r[0]): int(r[1]) for r in c.execute("SELECT name, id FROM users").fetchall()}
+            kept = [
+                (digest, ids.get(name) if name is not None else None, deleted_on, expires_on)
+                for digest, name, deleted_on, expires_on in rows
+            ]
+            # A live user's record whose user is not in this store expires as a deleted user's does.
+            fallback = (_today() + dt.timedelta(days=RETIRED_USER_DAYS)).isoformat()
+            c.executemany(
+                "INSERT INTO deleted_ids(digest, user_id, deleted_on, expires_on) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (digest) DO NOTHING",
+                [
+                    (d, u, on, exp if (u is not None or exp is not None) else fallback)
+                    for d, u, on, exp in kept
+                ],
+            )
+
+        self._write(run)
+
     def archived_turn_days(self, user_id: int) -> list[str]:
         rows = self._rows(
             "SELECT DISTINCT date FROM memories WHERE user_id = ? AND archived = ? AND kind = 'turn' ORDER BY date",

@@ -165,3 +165,26 @@ def test_the_sqlite_file_keeps_no_deleted_id_in_clear(tmp_path, clock) -> None: 
     db = sqlite3.connect(tmp_path / "s" / DB_FILENAME)
     assert db.execute("SELECT COUNT(*) FROM deleted_ids").fetchone()[0] == 1
     db.close()
+
+
+def test_a_copy_of_the_store_keeps_its_retired_ids(make_bank, tmp_path, clock) -> None:  # type: ignore[no-untyped-def]
+    """memorybank migrate (and so a PostgreSQL backup) carries the retired ids: a retry after the
+    copy would otherwise bring the deleted turn back."""
+    from memory_bank import load_config
+    from memory_bank.embeddings import HashingEncoder
+    from memory_bank.stores.migrate import migrate
+
+    bank = make_bank()
+    bank.add_turn("Ann", "deleted later", "ok", memory_id="lc:gone")
+    bank.add_turn("Ann", "kept", "ok", memory_id="lc:kept")
+    bank.add_turn("Bob", "Bob leaves", "ok", memory_id="lc:bob")
+    bank.delete_memory("Ann", "lc:gone")
+    bank.delete_user("Bob")
+    migrate(bank.storage, tmp_path / "copy", progress=False)
+    copy = MemoryBank(load_config(None, store=str(tmp_path / "copy")), encoder=HashingEncoder(64), clock=clock)
+    for user, mid in (("Ann", "lc:gone"), ("Bob", "lc:bob")):
+        with pytest.raises(MemoryDeletedError):
+            copy.add_turn(user, "a retry", "ok", memory_id=mid)
+    assert copy.add_turn("Ann", "kept", "ok", memory_id="lc:kept").query == "kept"
+    assert sorted(copy.storage.retired_ids()) == sorted(bank.storage.retired_ids())
+    copy.close()
