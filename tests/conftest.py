@@ -32,6 +32,20 @@ UNDO_SCHEMA_6 = UNDO_SCHEMA_7 + (
     "ALTER TABLE users DROP COLUMN tiers; "
 )
 
+
+
+def downgrade(storage: Any, undo: str, version: int) -> None:
+    """Take an SQL store (either backend) back to schema ``version`` with the SQL ``undo`` (e.g.
+    :data:`UNDO_SCHEMA_6`), in one write: how a test builds a store an older version made."""
+    from memory_bank.stores.sql import statements
+
+    def run(c: Any) -> None:
+        for s in statements(undo + f"UPDATE meta SET value = '{version}' WHERE key = 'schema_version'"):
+            c.execute(s)
+
+    storage._write(run)
+
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("MEMORYBANK_SHARED_DATA", REPO.parent / "shared" / "data"))
 PAPER_DATA = SHARED_DATA / "memorybank_eval"

@@ -155,6 +155,10 @@ FIELDS = (
 COLUMNS = "id, " + FIELDS.removeprefix("user_id, ")
 
 
+#: The day a retired id (its digest) was deleted, while its record has not expired (on a day).
+_RETIRED = "SELECT deleted_on FROM deleted_ids WHERE digest = ? AND (expires_on IS NULL OR expires_on >= ?)"
+
+
 def _today() -> dt.date:
     """The day a retired id is recorded and expires by (UTC, the machine's clock)."""
     return dt.datetime.now(dt.timezone.utc).date()
@@ -1070,10 +1074,7 @@ class SQLStorage(Storage):
 
     @staticmethod
     def _refuse_retired(c: Cursor, user: str, memory_id: str, digest: str) -> None:
-        row = c.execute(
-            "SELECT deleted_on FROM deleted_ids WHERE digest = ? AND (expires_on IS NULL OR expires_on >= ?)",
-            (digest, _today().isoformat()),
-        ).fetchone()
+        row = c.execute(_RETIRED, (digest, _today().isoformat())).fetchone()
         if row is not None:
             raise MemoryDeletedError(
                 f"memory {memory_id!r} of user {user!r} was deleted on {row[0]}; a retried or replayed "
@@ -1116,17 +1117,10 @@ class SQLStorage(Storage):
         self._write(run)
 
     def archived_turn_days(self, user_id: int) -> list[str]:
-        rows = self._rows(
-            "SELECT DISTINCT date FROM memories WHERE user_id = ? AND archived = ? AND kind = 'turn' ORDER BY date",
-            (user_id, True),
-        )
-        return [str(r[0]) for r in rows]
+        return self._turn_days(user_id, archived=True)
 
     def retired_on(self, user: str, memory_id: str) -> str | None:
-        rows = self._rows(
-            "SELECT deleted_on FROM deleted_ids WHERE digest = ? AND (expires_on IS NULL OR expires_on >= ?)",
-            (retired_digest(user, memory_id), _today().isoformat()),
-        )
+        rows = self._rows(_RETIRED, (retired_digest(user, memory_id), _today().isoformat()))
         return str(rows[0][0]) if rows else None
 
     @staticmethod
@@ -1222,9 +1216,12 @@ class SQLStorage(Storage):
         return bool(self._rows(f"SELECT 1 FROM memories WHERE user_id = ?{cond} LIMIT 1", args))
 
     def turn_days(self, user_id: int) -> list[str]:
+        return self._turn_days(user_id, archived=False)
+
+    def _turn_days(self, user_id: int, *, archived: bool) -> list[str]:
         rows = self._rows(
             "SELECT DISTINCT date FROM memories WHERE user_id = ? AND kind = 'turn' AND archived = ? ORDER BY date",
-            (user_id, False),
+            (user_id, archived),
         )
         return [str(r[0]) for r in rows]
 

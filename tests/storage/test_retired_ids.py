@@ -15,8 +15,8 @@ import pytest
 from memory_bank import MemoryBank, MemoryDeletedError
 from memory_bank.stores import sql as sql_module
 from memory_bank.stores.base import RETIRED_USER_DAYS, SCHEMA_VERSION
-from memory_bank.stores.sql import SQLStorage, statements
-from tests.conftest import UNDO_SCHEMA_7
+from memory_bank.stores.sql import SQLStorage
+from tests.conftest import UNDO_SCHEMA_7, downgrade
 
 
 def _rows(bank: MemoryBank, sql: str) -> list[tuple[Any, ...]]:
@@ -136,11 +136,7 @@ def test_a_version_6_store_gains_the_retired_ids(stores, clock) -> None:  # type
     storage = first.storage
     assert isinstance(storage, SQLStorage)
 
-    def undo(c: Any) -> None:
-        for s in statements(UNDO_SCHEMA_7 + "UPDATE meta SET value = '6' WHERE key = 'schema_version'"):
-            c.execute(s)
-
-    storage._write(undo)
+    downgrade(storage, UNDO_SCHEMA_7, 6)
     first.close()
     second = bank()
     assert second.storage.meta()["schema_version"] == str(SCHEMA_VERSION)

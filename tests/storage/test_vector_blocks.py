@@ -17,8 +17,8 @@ from memory_bank import MemoryBank, vector_blocks
 from memory_bank.records import RETRIEVABLE_KINDS, MemoryKind
 from memory_bank.retrieval import rank
 from memory_bank.stores.base import SCHEMA_VERSION, Storage, VectorBatch
-from memory_bank.stores.sql import SQLStorage, statements
-from tests.conftest import UNDO_SCHEMA_6
+from memory_bank.stores.sql import SQLStorage
+from tests.conftest import UNDO_SCHEMA_6, downgrade
 
 QUERIES = [
     "Where did my sister go hiking?",
@@ -161,11 +161,7 @@ def test_a_version_5_store_migrates_to_blocks_without_loss(make_bank, stores) ->
     storage = bank.storage
     assert isinstance(storage, SQLStorage)
 
-    def undo(c: Any) -> None:  # the version 5 layout
-        for s in statements(UNDO_SCHEMA_6 + "UPDATE meta SET value = '5' WHERE key = 'schema_version'"):
-            c.execute(s)
-
-    storage._write(undo)
+    downgrade(storage, UNDO_SCHEMA_6, 5)  # the version 5 layout
     bank.close()
     reopened = make_bank()
     assert reopened.storage.meta()["schema_version"] == str(SCHEMA_VERSION)
