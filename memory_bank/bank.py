@@ -96,8 +96,17 @@ def _check_memory_id(owner: str, memory_id: Any) -> None:
         )
 
 
+#: The kinds of a day: deleting or hiding one blanks the summaries that may quote it.
+_DAY_KINDS = frozenset({MemoryKind.TURN, MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY})
+
+
 def _turn_order(m: Memory) -> tuple[int, int]:
     return (-1 if m.turn is None else m.turn, m.rowid or 0)
+
+
+def _context_of(previous: Memory | None) -> str | None:
+    """What a turn after ``previous`` is indexed with: its reply, none after a hidden turn."""
+    return previous.response if previous is not None and previous.response and not previous.hidden else None
 
 
 def _check_extra(extra: Any) -> None:
@@ -586,7 +595,7 @@ class MemoryBank:
         used = self._with_rowids(rec, recalled)
         report = self._daily_forget(rec, _as_date(None, self.clock), keep=used)
         previous = self.storage.last_turn(rec.id, day)
-        context = previous.response if previous is not None and previous.response else None
+        context = _context_of(previous)
         vector = self._embed([index_text(text, context)], write=True)[0]
         memory = Memory(
             memory_id=memory_id if memory_id is not None else f"{rec.name}_{day}_{{turn}}",
@@ -793,6 +802,14 @@ class MemoryBank:
             self.storage.scrub()  # the words replaced are not kept in a file either
         return memory
 
+    def deleted_on(self, user: str, memory_id: str) -> str | None:
+        """The day ``user``'s memory ``memory_id`` was deleted, while its id is retired (see
+        :meth:`add_turn`), else ``None``. An adapter asks ``<id>#<value>`` of one of
+        :data:`~memory_bank.stores.base.REPLAY_KEYS` to tell a replay from a new message."""
+        owner = self.find_user(user)
+        name = owner.name if owner is not None else user_key(user)
+        return None if name is None else self.storage.retired_on(name, memory_id)
+
     def delete_memory(self, user: str, memory_id: str, *, retire: bool = True) -> Memory:
         """Delete one memory, and blank every summary that may quote it: the daily layers of its day
         and the global layers, in the same transaction. They stay marked stale until the
@@ -849,23 +866,25 @@ class MemoryBank:
         if previous is None:
             before = [m for m in day if (m.turn or 0) < (target.turn or 0)]
             previous = max(before, key=lambda m: m.turn or 0) if before else None
-        follower.context = previous.response if previous is not None and previous.response else None
+        follower.context = _context_of(previous)
         vector = self._embed([index_text(follower.text, follower.context)], write=True)[0]
-        self.storage.upsert_memory(rec.id, follower, vector, self.encoder_name)
+        self.storage.upsert_memory(rec.id, follower, vector, self.encoder_name, only_existing=True)
 
-    def _relink_days(self, rec: UserRecord, days: Iterable[str]) -> None:
+    def _relink_days(self, rec: UserRecord, days: Iterable[str], *, restored: bool = False) -> None:
         """After turns of ``days`` were deleted in bulk (a purge, forgetting with ``action:
-        delete``): a turn indexed with a deleted turn's reply as context is re-indexed with the
-        reply before it now (re-embedded), so that no trace of the deleted reply is left, as
-        :meth:`_unlink_context` does for one deletion."""
+        delete``) or hidden: a turn indexed with such a turn's reply as context is re-indexed
+        with the reply before it now, none after a hidden turn (re-embedded), so that no trace of
+        that reply is left, as :meth:`_unlink_context` does for one deletion. ``restored``: turns
+        were shown again, and the turn after each is indexed with its reply again. A turn
+        deleted meanwhile (another process) stays deleted."""
         changed: list[Memory] = []
         for day in sorted(set(days)):
             previous: Memory | None = None
             for m in sorted(
                 self.storage.memories(rec.id, kinds=[MemoryKind.TURN], date=day), key=_turn_order
             ):
-                wanted = previous.response if previous is not None and previous.response else None
-                if m.context is not None and m.context != wanted:
+                wanted = _context_of(previous)
+                if m.context != wanted and (m.context is not None or restored):
                     m.context = wanted
                     changed.append(m)
                 previous = m
@@ -873,7 +892,8 @@ class MemoryBank:
             return
         vectors = self._embed([index_text(m.text, m.context) for m in changed], write=True)
         for m, vector in zip(changed, vectors, strict=True):
-            self.storage.upsert_memory(rec.id, m, vector, self.encoder_name)
+            self.storage.upsert_memory(rec.id, m, vector, self.encoder_name, only_existing=True)
+        self.storage.scrub()  # the rows as they were (with the old context) leave the files too
 
     def _find(self, rec: UserRecord, memory_id: str) -> Memory:
         found = self.storage.get_memory(rec.id, memory_id)
@@ -1293,7 +1313,7 @@ class MemoryBank:
                 # Only those whose clock the store still starts before today: one recalled
                 # since the columns were read (another thread's reply) has retention 1 today.
                 day = today.isoformat()
-                dates = sorted({date for _, kind, date in gone if kind is MemoryKind.TURN})
+                dates = sorted({date for _, kind, date in gone if kind in _DAY_KINDS})
                 if f.action == "delete":
                     # Deleted for good: no summary keeps quoting them, no next turn is indexed
                     # with their reply (as delete_memory does).
@@ -1412,10 +1432,13 @@ class MemoryBank:
         if missing:
             raise MemoryNotFoundError(f"user {rec.name!r} has no memory with id {sorted(missing)[0]!r}")
         self.storage.set_archived(rec.id, [m.rowid or 0 for m in mems], False)
-        shown = sorted({m.date for m in mems if m.hidden and m.kind is MemoryKind.TURN})
+        shown = sorted({m.date for m in mems if m.hidden and m.kind in _DAY_KINDS})
         if shown:  # the summaries that left them out are made again with them
             self.storage.mark_stale(rec.id, [MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY], shown)
             self.storage.mark_stale(rec.id, [MemoryKind.GLOBAL_SUMMARY, MemoryKind.GLOBAL_PORTRAIT], None)
+            self._relink_days(
+                rec, {m.date for m in mems if m.hidden and m.kind is MemoryKind.TURN}, restored=True
+            )
         for m in mems:
             m.archived = m.hidden = False
         self.reinforce(rec.name, list(wanted), now=now, _memories=mems)
@@ -1426,11 +1449,14 @@ class MemoryBank:
         instead: out of the live tier, still found by the cold tier (``forgetting.cold_tier``)."""
         rec = self.user(user)
         mems = self.storage.memories_by_ids(rec.id, memory_ids)
-        # Hidden: no summary keeps quoting them either (blanked, made again without them).
-        days = sorted({m.date for m in mems if m.kind is MemoryKind.TURN}) if hidden else []
+        # Hidden: no summary keeps quoting them either (blanked, made again without them), and
+        # no next turn is found by their words (re-indexed without them).
+        days = sorted({m.date for m in mems if m.kind in _DAY_KINDS}) if hidden else []
         self.storage.set_archived(
-            rec.id, [m.rowid or 0 for m in mems], True, hidden=hidden, scrub_dates=days or None
+            rec.id, [m.rowid or 0 for m in mems], True, hidden=hidden, scrub_dates=days if days else None
         )
+        if hidden:
+            self._relink_days(rec, {m.date for m in mems if m.kind is MemoryKind.TURN})
 
     def purge_archived(self, user: str | None = None) -> int:
         """Delete forgotten (archived) memories for good, with every copy of their words: the

@@ -95,6 +95,9 @@ def _exchange(messages: Sequence[BaseMessage]) -> tuple[list[HumanMessage], str 
 #: and the thread it was said in.
 _WRITTEN = "lc_written"
 _THREAD = "lc_thread"
+#: A digest of the user's words alone: with the thread, what tells a replay of a deleted turn
+#: (a regenerate, a retry from another client) from a new message reusing its id.
+_SAID = "lc_said"
 
 
 def _thread_id() -> str | None:
@@ -322,8 +325,21 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
         thread's message with the same id (a client numbering messages per thread) is stored
         beside it, never over it."""
         memory_id = turn_memory_id(human)
-        stamp = {_WRITTEN: _digest(human.text, response), _THREAD: thread}
-        memory = bank.add_turn(user, human.text, response, memory_id=memory_id, extra=stamp)
+        said = _digest(human.text, "")
+        stamp = {_WRITTEN: _digest(human.text, response), _THREAD: thread, _SAID: said}
+        try:
+            memory: Memory | None = bank.add_turn(
+                user, human.text, response, memory_id=memory_id, extra=stamp
+            )
+        except MemoryDeletedError:
+            if memory_id is None or any(
+                bank.deleted_on(user, f"{memory_id}#{key}") is not None for key in (thread, said)
+            ):
+                raise  # this thread's turn or these words, deleted: a replay, a regenerate, a retry
+            memory = None  # another thread's message with this id was deleted: this one is new
+        if memory is None:
+            digest = _digest(human.text, response)
+            return bank.add_turn(user, human.text, response, memory_id=f"{memory_id}:{digest}", extra=stamp)
         if memory_id is None or (memory.query, memory.response) == (human.text, response):
             return memory
         if memory.extra.get(_THREAD) != thread:

@@ -23,7 +23,7 @@ from memory_bank.bank import MemoryBank
 from memory_bank.errors import InvalidInputError, MemoryBankError, MemoryDeletedError, MemoryNotFoundError
 from memory_bank.langchain.context import context_user
 from memory_bank.langchain.documents import require_user
-from memory_bank.records import SearchResult
+from memory_bank.records import Memory, SearchResult
 
 if TYPE_CHECKING:
     from memory_bank.summaries.scheduler import RolloverScheduler
@@ -118,11 +118,16 @@ def memory_tools(
             # whose call ids repeat across runs (other content: another memory).
             digest = hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
             stamp = {"tool_content": digest}
-            memory = bank_.add_turn(
-                user_, content, "", memory_id=f"tool:{call_id}" if call_id else None, extra=stamp
-            )
-            if memory.query != content and memory.extra.get("tool_content") != digest:
-                memory = bank_.add_turn(user_, content, "", memory_id=f"tool:{call_id}:{digest}", extra=stamp)
+            first = f"tool:{call_id}" if call_id else None
+            memory: Memory | None
+            try:
+                memory = bank_.add_turn(user_, content, "", memory_id=first, extra=stamp)
+            except MemoryDeletedError:
+                if bank_.deleted_on(user_, f"{first}#{digest}") is not None:
+                    raise  # this call replayed: the user deleted what it saved
+                memory = None  # the id's memory was deleted, and this is other content
+            if memory is None or (memory.query != content and memory.extra.get("tool_content") != digest):
+                memory = bank_.add_turn(user_, content, "", memory_id=f"{first}:{digest}", extra=stamp)
         except MemoryDeletedError as e:  # a replayed call of a memory the user has deleted since
             return f"Not saved: the user deleted this memory ({e.memory_id}) on {e.deleted_on}."
         except MemoryBankError as e:

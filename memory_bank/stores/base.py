@@ -46,6 +46,11 @@ EPOCH_BASE = "epoch_base"
 #: How long a deleted user's retired memory ids are kept (see :func:`retired_digest`): long
 #: enough for a client's retries of a run that was in flight when the user was deleted.
 RETIRED_USER_DAYS = 7
+#: Keys of a turn's ``extra`` that an adapter writes to tell a replay of a turn from a new
+#: message reusing its id: the LangChain middleware's thread and words, the memory tools'
+#: content digest. A retired id is also retired as ``<id>#<value>`` of each (see
+#: :meth:`Storage.retired_on`).
+REPLAY_KEYS = ("lc_thread", "lc_said", "tool_content")
 
 
 def retired_digest(user: str, memory_id: str) -> str:
@@ -226,11 +231,13 @@ class Storage(abc.ABC):
         encoder: str,
         *,
         scrub_dates: Iterable[str] | None = None,
+        only_existing: bool = False,
     ) -> Memory:
         """Insert or replace (by memory id) a memory, keeping a replaced one's strength; with
         ``scrub_dates`` (``memory`` a turn whose words are replaced), in the same transaction
         blank the daily layers of those dates and the global layers, as :meth:`delete_memories`
-        does."""
+        does. ``only_existing``: replace only, never insert (a re-index racing a delete in another
+        process must not bring the memory back); ``memory.rowid`` is then 0 if it was gone."""
 
     @abc.abstractmethod
     def put_vectors(self, rowids: Sequence[int], vectors: np.ndarray, encoder: str) -> None: ...

@@ -29,6 +29,7 @@ from memory_bank.errors import InvalidInputError, MemoryDeletedError, StoreError
 from memory_bank.records import Memory, MemoryKind, index_text
 from memory_bank.stores.base import (
     EPOCH_BASE,
+    REPLAY_KEYS,
     RETIRED_USER_DAYS,
     SCHEMA_VERSION,
     TURN_BASE,
@@ -38,6 +39,7 @@ from memory_bank.stores.base import (
     VectorBatch,
     retired_digest,
 )
+from memory_bank.text import user_key
 
 T = TypeVar("T")
 
@@ -791,6 +793,7 @@ class SQLStorage(Storage):
         encoder: str,
         *,
         scrub_dates: Iterable[str] | None = None,
+        only_existing: bool = False,
     ) -> Memory:
         days = None if scrub_dates is None else list(scrub_dates)
 
@@ -801,6 +804,8 @@ class SQLStorage(Storage):
                 (user_id, memory.memory_id),
             ).fetchone()
             values = memory_row(memory, user_id)
+            if row is None and only_existing:  # deleted meanwhile (another process): stays deleted
+                return 0, memory.strength, memory.last_recall_date
             if row is None:
                 c.execute(
                     "DELETE FROM deleted_ids WHERE digest = ?",
@@ -933,11 +938,14 @@ class SQLStorage(Storage):
                     f"SELECT 1 FROM memories WHERE {cond} AND hidden LIMIT 1", (user_id, *args)
                 ).fetchone()
             )
+            # Archived: hidden if asked or hidden already (forgetting a memory the user hid, or
+            # a pass racing the user's hide, never un-hides it); brought back: unhidden.
             c.execute(
-                f"UPDATE memories SET archived = ?, hidden = ? WHERE {cond}",
-                (bool(archived), hide, user_id, *args),
+                f"UPDATE memories SET archived = ?, hidden = (? AND (hidden OR ?)) WHERE {cond}",
+                (bool(archived), bool(archived), hide, user_id, *args),
             )
-            scrubbed = days is not None and self._scrub_layers(c, user_id, days) > 0
+            # (a layer hidden here keeps its words: hiding is undone by a restore)
+            scrubbed = days is not None and self._scrub_layers(c, user_id, days, keep_hidden=True) > 0
             self._bump(
                 c,
                 user_id,
@@ -968,14 +976,16 @@ class SQLStorage(Storage):
             if retire:
                 self._retire(c, user_id, cond, (user_id, *args))
             n = self._delete(c, cond, (user_id, *args), user_id=user_id)
-            if days is not None:
+            if days is not None and n:  # (none: each was recalled or deleted meanwhile)
                 self._scrub_layers(c, user_id, days)
             self._bump(c, user_id, epoch=True)
             return n
 
         return self._write(run)
 
-    def _scrub_layers(self, c: Cursor, user_id: int, dates: Sequence[str]) -> int:
+    def _scrub_layers(
+        self, c: Cursor, user_id: int, dates: Sequence[str], *, keep_hidden: bool = False
+    ) -> int:
         """Blank, in the transaction of ``c``, the summaries that may quote turns of ``dates``
         that are deleted or rewritten: the user's daily layers of those dates and global layers
         lose their text, vectors and vector blocks and are marked stale (to be regenerated).
@@ -985,6 +995,7 @@ class SQLStorage(Storage):
         scrub = (
             "FROM memories WHERE user_id = ? AND (kind IN ('global_summary', 'global_portrait') OR "
             f"(kind IN ('daily_summary', 'daily_personality') AND {days}))"
+            + (" AND NOT hidden" if keep_hidden else "")
         )
         scrubbed = c.execute(f"SELECT id, text {scrub}", (user_id, *day_args)).fetchall()
         self._drop_blocks(c, user_id, [int(r[0]) for r in scrubbed])
@@ -1002,7 +1013,8 @@ class SQLStorage(Storage):
             days = [
                 str(r[0])
                 for r in c.execute(
-                    "SELECT DISTINCT date FROM memories WHERE user_id = ? AND archived = ? AND kind = 'turn'",
+                    "SELECT DISTINCT date FROM memories WHERE user_id = ? AND archived = ? AND kind IN "
+                    "('turn', 'daily_summary', 'daily_personality')",
                     (user_id, True),
                 ).fetchall()
             ]
@@ -1049,27 +1061,36 @@ class SQLStorage(Storage):
     ) -> None:
         """Before the user's turns matching ``where`` are deleted, in the same transaction:
         retire the ids a caller chose (:func:`retired_digest`); the bank's own
-        ``<user>_<day>_<n>`` ids are never given again anyway (the turn floors)."""
+        ``<user>_<day>_<n>`` ids are never given again anyway (the turn floors). Each is retired
+        under the stored name and the name the user-name rule makes of it (a user stored before
+        the rule is asked for by the latter once deleted), and with each of its
+        :data:`REPLAY_KEYS` as ``<id>#<value>`` (an adapter tells a replay from a new message
+        that reuses the id)."""
         row = c.execute("SELECT name FROM users WHERE id = ?", (user_id,)).fetchone()
         if row is None:
             return
         name = str(row[0])
-        chosen = [
-            str(mid)
-            for mid, date, turn in c.execute(
-                f"SELECT memory_id, date, turn FROM memories WHERE {where} AND kind = 'turn'", args
-            ).fetchall()
-            if str(mid) != f"{name}_{date}_{turn}"
-        ]
-        if chosen:
+        names = {name, user_key(name) or name}
+        keys: list[str] = []
+        for mid, date, turn, extra in c.execute(
+            f"SELECT memory_id, date, turn, extra FROM memories WHERE {where} AND kind = 'turn'", args
+        ).fetchall():
+            if str(mid) == f"{name}_{date}_{turn}":
+                continue
+            found = json.loads(extra) if extra else {}
+            keys += [str(mid), *(f"{mid}#{found[k]}" for k in REPLAY_KEYS if k in found)]
+        if keys:
             c.executemany(
                 "INSERT INTO deleted_ids(digest, user_id, deleted_on, expires_on) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (digest) DO UPDATE SET user_id = excluded.user_id, "
                 "deleted_on = excluded.deleted_on, expires_on = excluded.expires_on",
-                [
-                    (retired_digest(name, mid), None if expires else user_id, _today().isoformat(), expires)
-                    for mid in chosen
-                ],
+                sorted(
+                    {
+                        (retired_digest(n, key), None if expires else user_id, _today().isoformat(), expires)
+                        for n in names
+                        for key in keys
+                    }
+                ),
             )
 
     @staticmethod

@@ -253,3 +253,21 @@ def test_a_regenerate_or_retry_never_brings_back_a_turn_the_user_deleted(bank: M
     bank.delete_user("Emily")
     retry.invoke({"messages": [HumanMessage("My address is 12 Elm Street.", id="m1")]})  # after "forget me"
     assert not bank.has_user("Emily")
+
+
+def test_another_threads_message_with_a_deleted_id_is_still_stored(bank: MemoryBank) -> None:
+    """A client numbering messages per thread: thread a's message 1 was deleted, and thread b's
+    own message 1 was skipped as if it were a replay of it."""
+    saver = InMemorySaver()
+    agent = create_agent(
+        recording_model("Noted.", "Lovely!", "Noted again."),
+        middleware=[MemoryBankMiddleware(bank, "Emily")],
+        checkpointer=saver,
+    )
+    agent.invoke({"messages": [HumanMessage("My PIN is 4321.", id="1")]}, _thread("a"))
+    bank.delete_memory("Emily", "lc:1")
+    agent.invoke({"messages": [HumanMessage("I adopted a cat named Miso.", id="1")]}, _thread("b"))
+    assert [m.query for m in bank.history("Emily")] == ["I adopted a cat named Miso."]
+    before_model = next(s for s in agent.get_state_history(_thread("a")) if "model" in s.next)
+    agent.invoke(None, before_model.config)  # thread a's deleted turn, regenerated
+    assert [m.query for m in bank.history("Emily")] == ["I adopted a cat named Miso."]

@@ -179,3 +179,22 @@ def test_a_replayed_save_never_brings_back_what_the_user_deleted(bank: MemoryBan
     said = tool_results(agent.invoke(ask))  # the same call replayed
     assert bank.history("Emily") == []
     assert len(said) == 1 and said[0].startswith("Not saved: the user deleted this memory (tool:call_5) on ")
+
+
+def test_a_repeated_call_id_with_new_content_saves_it_after_the_first_was_deleted(bank: MemoryBank) -> None:
+    """Servers numbering calls per run (call_0 every time): once the first call_0 memory was
+    deleted, every later save under call_0 said "Not saved"."""
+    first = tool_call("save_memory", {"content": "Emily is allergic to peanuts."}, "call_0")
+    second = tool_call("save_memory", {"content": "Emily's sister is called Anna."}, "call_0")
+    agent = create_agent(
+        recording_model(first, "Noted.", second, "Noted.", first, "Noted."), tools=memory_tools(bank, user="Emily")
+    )
+    ask = {"messages": [{"role": "user", "content": "Remember this."}]}
+    agent.invoke(ask)
+    bank.delete_memory("Emily", "tool:call_0")
+    said = tool_results(agent.invoke(ask))  # new content, the same call id
+    assert said[0].startswith("Saved memory tool:call_0:")
+    again = tool_results(agent.invoke(ask))  # the deleted content, replayed
+    assert again[0].startswith("Not saved") and [m.query for m in bank.history("Emily")] == [
+        "Emily's sister is called Anna."
+    ]

@@ -128,3 +128,51 @@ def dataclasses_replace(m, **kw):  # type: ignore[no-untyped-def]
     import dataclasses
 
     return dataclasses.replace(m, rowid=None, **kw)
+
+
+@pytest.mark.parametrize("how", ["hide", "purge hidden", "forget with action delete"])
+def test_a_daily_summary_gone_in_bulk_leaves_nothing_in_the_global_layers(make_bank, how: str) -> None:  # type: ignore[no-untyped-def]
+    forgetting = {"mode": "paper", "tau": 1.0, "content_weights": False, "daily_pass": False}
+    bank = make_bank(forgetting={**forgetting, "action": "delete" if "action" in how else "archive"})
+    _with_layers(bank)
+    if how == "forget with action delete":
+        keep = ["Ann_2023-05-01_0", "Ann_2023-05-01_1", "Ann_2023-05-02_0", "Ann_2023-05-02_summary"]
+        for day in ("2023-05-08", "2023-05-09", "2023-05-10"):
+            bank.reinforce("Ann", keep, now=day)
+        assert "Ann_2023-05-01_summary" in bank.forget("Ann", now="2023-05-10")["Ann"].forgotten
+    else:
+        bank.archive("Ann", ["Ann_2023-05-01_summary"], hidden=True)
+        if how == "purge hidden":
+            bank.purge_archived("Ann")
+    assert all(SECRET not in v for v in bank.profile("Ann").values())
+    if how == "hide":  # the hidden summary keeps its words for a restore, and is found by nothing
+        assert SECRET in bank.storage.get_memory(bank.user("Ann").id, "Ann_2023-05-01_summary").text  # type: ignore[union-attr]
+        assert "Ann_2023-05-01_summary" not in {h.memory.memory_id for h in bank.search("Ann", SECRET, k=5)}
+
+
+def test_hiding_a_turn_reindexes_the_next_one_and_a_restore_links_it_again(make_bank) -> None:  # type: ignore[no-untyped-def]
+    bank = make_bank()
+    _with_layers(bank)
+    bank.archive("Ann", ["Ann_2023-05-01_0"], hidden=True)
+    found = {h.memory.memory_id: h.score for h in bank.search("Ann", SECRET, k=5, now="2023-05-03")}
+    assert found.get("Ann_2023-05-01_1", 0.0) < 0.01  # its words no longer find the turn after it
+    follower = bank.storage.get_memory(bank.user("Ann").id, "Ann_2023-05-01_1")
+    assert follower is not None and follower.context is None
+    bank.restore("Ann", ["Ann_2023-05-01_0"], now="2023-05-03")
+    follower = bank.storage.get_memory(bank.user("Ann").id, "Ann_2023-05-01_1")
+    assert follower is not None and follower.context == f"The code is {SECRET}."
+    bank.archive("Ann", ["Ann_2023-05-01_0"], hidden=True)
+    bank.add_turn("Ann", "And another thing", "Yes?", at="2023-05-01T11:00")
+    bank.archive("Ann", ["Ann_2023-05-01_1", "Ann_2023-05-01_2"], hidden=False)  # forgotten, not hidden
+    assert bank.storage.get_memory(bank.user("Ann").id, "Ann_2023-05-01_0").hidden  # type: ignore[union-attr]
+
+
+def test_a_forgetting_pass_that_deletes_nothing_blanks_nothing(make_bank) -> None:  # type: ignore[no-untyped-def]
+    """A recall in another process between the pass's read and its delete kept the turn, but
+    the summaries of its day and the global layers were blanked all the same."""
+    bank = make_bank(forgetting={"mode": "paper", "tau": 1.0, "content_weights": False, "action": "delete"})
+    _with_layers(bank)
+    rowid = bank.storage.get_memory(bank.user("Ann").id, "Ann_2023-05-01_0").rowid  # type: ignore[union-attr]
+    bank.storage.delete_memories(bank.user("Ann").id, [rowid or 0], ["2023-05-01"], anchored_before="2023-04-01")
+    assert bank.layer("Ann", MemoryKind.DAILY_SUMMARY, "2023-05-01").text  # type: ignore[union-attr]
+    assert bank.profile("Ann")["global_summary"]

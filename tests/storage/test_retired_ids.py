@@ -184,3 +184,15 @@ def test_a_copy_of_the_store_keeps_its_retired_ids(make_bank, tmp_path, clock) -
     assert copy.add_turn("Ann", "kept", "ok", memory_id="lc:kept").query == "kept"
     assert sorted(copy.storage.retired_ids()) == sorted(bank.storage.retired_ids())
     copy.close()
+
+
+def test_a_user_stored_before_the_name_rule_keeps_their_ids_retired_once_deleted(make_bank) -> None:  # type: ignore[no-untyped-def]
+    """The id was retired under the stored name (' Jason ') and asked for under the rule's ('Jason')."""
+    bank = make_bank()
+    legacy = bank.storage.ensure_user(" Jason ")
+    assert legacy.name == " Jason "
+    bank.add_turn(" Jason ", "My PIN is 4321.", "Noted.", memory_id="lc:m1")
+    bank.delete_user(" Jason ")
+    with pytest.raises(MemoryDeletedError):
+        bank.add_turn("Jason", "My PIN is 4321.", "Noted.", memory_id="lc:m1")
+    assert bank.users() == []
