@@ -195,6 +195,36 @@ def stream_generate(
         raise FinetuneError(f"generation failed: {failure[0]}") from failure[0]
 
 
+
+def _adapter_meta(adapter_path: str | Path | None) -> dict[str, Any]:
+    """The adapter's ``finetune.json`` (what it was trained from and how), ``{}`` without one;
+    an adapter folder that is not there, or metadata that is not a JSON object, is a clear error."""
+    if adapter_path is None:
+        return {}
+    folder = Path(adapter_path).expanduser()
+    if not folder.is_dir():
+        raise ModelLoadError(f"adapter folder {str(folder)!r} not found; give the folder finetune wrote")
+    file = folder / "finetune.json"
+    if not file.is_file():
+        return {}
+    try:
+        meta = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ModelLoadError(f"{file} is not readable JSON ({e}); train the adapter again") from e
+    if not isinstance(meta, dict):
+        raise ModelLoadError(f"{file} is not a JSON object; train the adapter again")
+    return meta
+
+
+def _ships_code(path: str) -> bool:
+    """Whether the local model folder ``path`` maps its classes to Python files of its own."""
+    try:
+        config = json.loads((Path(path).expanduser() / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(config, dict) and bool(config.get("auto_map"))
+
+
 class ChatModel:
     """A causal LM (optionally with a LoRA adapter), its tokenizer and its prompt format.
 
@@ -228,17 +258,22 @@ class ChatModel:
         dtype: str = "auto",
         device: str | None = None,
     ) -> ChatModel:
-        """Load base model and tokenizer, then the adapter (``PeftModel.from_pretrained``) if given."""
-        meta: dict[str, Any] = {}
-        if adapter_path is not None and (Path(adapter_path) / "finetune.json").is_file():
-            meta = json.loads((Path(adapter_path) / "finetune.json").read_text(encoding="utf-8"))
+        """Load base model and tokenizer, then the adapter (``PeftModel.from_pretrained``) if given.
+
+        A model's own Python code runs only with ``trust_remote_code=True`` given here: never
+        because the model's ``config.json`` or the adapter's ``finetune.json`` asks for it (a
+        downloaded adapter could name a base folder of its own, with code in it)."""
+        meta = _adapter_meta(adapter_path)
         base = model_name_or_path or meta.get("base_model")
         if base is None:
             raise ModelLoadError("give model_name_or_path (the adapter does not name its base model)")
-        remote = (
-            bool(meta.get("trust_remote_code", False)) if trust_remote_code is None else trust_remote_code
-        )
+        remote = bool(trust_remote_code)
         path = resolve_model_path(base)
+        if not remote and _ships_code(path):
+            raise ModelLoadError(
+                f"the model at {path} runs its own Python code (auto_map in its config.json); load it "
+                "only if you trust it: --trust-remote-code, or trust_remote_code: true in the LLM spec"
+            )
         tokenizer = load_tokenizer(path, remote)
         model = load_causal_lm(path, dtype, remote)
         if adapter_path is not None:

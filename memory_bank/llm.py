@@ -87,6 +87,8 @@ class LLMSpec(BaseModel):
     as ``chatml``; default: the template stored in the GGUF). ``n_ctx`` is the context size of
     local models; ``timeout`` (seconds) and ``max_retries`` apply to remote calls. ``seed`` (beyond
     the shared contract) makes sampling repeatable where the backend supports it.
+    ``trust_remote_code`` (``hf``): run the Python code a model folder ships (ChatGLM-6B needs
+    it); only for a model you trust. Never taken from the model's or the adapter's own files.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -104,6 +106,7 @@ class LLMSpec(BaseModel):
     timeout: float | None = Field(None, gt=0)
     max_retries: int = Field(2, ge=0)
     seed: int | None = None
+    trust_remote_code: bool = False
 
     @field_validator("backend")
     @classmethod

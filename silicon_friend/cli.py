@@ -50,6 +50,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
         "--data-dir", default="./memorybank_data", help="memory store directory (default: ./memorybank_data)"
     )
     parser.add_argument("--llm", help="LLM spec (default: the packaged SmolLM2 through llama.cpp)")
+    parser.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="hf models: run the Python code a model folder ships (ChatGLM-6B needs it); only for a model you trust",
+    )
     parser.add_argument("--language", choices=LANGUAGES, default="en", help="prompts, UI and encoder")
     parser.add_argument(
         "--config",
@@ -121,6 +126,7 @@ def _options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
     return Options(
         data_dir=args.data_dir,
         llm=args.llm,
+        trust_remote_code=args.trust_remote_code,
         language=args.language,
         encoder=args.encoder,
         config=args.config,

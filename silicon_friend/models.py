@@ -170,13 +170,19 @@ def end_at_sentence(text: str) -> str:
 
 
 def load_model(
-    spec: str | Mapping[str, Any] | None = None, *, context_tokens: int | None = None
+    spec: str | Mapping[str, Any] | None = None,
+    *,
+    context_tokens: int | None = None,
+    trust_remote_code: bool = False,
 ) -> LoadedModel:
     """Build the chat model named by an LLM spec (see :mod:`memory_bank.llm`); ``None``: the
-    offline default (SmolLM2-135M-Instruct through llama.cpp)."""
+    offline default (SmolLM2-135M-Instruct through llama.cpp). ``trust_remote_code``: as the
+    spec's (``--trust-remote-code``)."""
     from memory_bank.llm import build_chat_model, parse_llm_spec
 
     parsed = parse_llm_spec(spec)
+    if trust_remote_code:
+        parsed = parsed.model_copy(update={"trust_remote_code": True})
     started = time.perf_counter()
     chat_model = build_chat_model(parsed)
     logger.info("built chat model %s in %.1f s", parsed, time.perf_counter() - started)

@@ -35,6 +35,8 @@ class Options:
 
     data_dir: str = DEFAULT_DATA_DIR
     llm: str | None = None
+    #: hf models: run the Python code a model folder ships (see memory_bank.llm.LLMSpec).
+    trust_remote_code: bool = False
     language: str = "en"
     encoder: str | None = None
     config: str | None = None
@@ -118,7 +120,9 @@ def build_engine(
     options: Options, *, model: LoadedModel | None = None, bank: MemoryBank | None = None
 ) -> SiliconFriend:
     """An engine for ``options``; loads the chat model (and the encoder on first use)."""
-    model = model or load_model(options.llm, context_tokens=options.context_tokens)  # spec errors first
+    model = model or load_model(  # spec errors first
+        options.llm, context_tokens=options.context_tokens, trust_remote_code=options.trust_remote_code
+    )
     bank = bank or open_bank(options)
     summarizer = scheduler = None
     if options.summaries:

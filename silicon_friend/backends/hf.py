@@ -10,19 +10,18 @@ adapter's ``finetune.json`` names. A mapping or YAML spec may set ``prompt_forma
 ``prompt_format``, else the adapter's ``finetune.json``, else the tokenizer's chat template, else
 (no template) ``chatglm`` for ChatGLM models and ``belle`` for the rest.
 
-Remote code (ChatGLM-6B) runs only when the adapter was trained with it, or when the model is
-a local folder whose ``config.json`` maps its classes to its own code (``auto_map``): the user
-pointed at that folder, and the model cannot load otherwise. A warning says so.
+Remote code (ChatGLM-6B's own Python files) runs only when the spec says
+``trust_remote_code: true`` (``silicon-friend --trust-remote-code``): a model or adapter folder
+that asks for it by itself (an ``auto_map`` in its ``config.json``, ``trust_remote_code`` in an
+adapter's ``finetune.json``) is refused with a line that says how to allow it.
 
 Registered through the entry point ``memorybank.llm_backends: hf = silicon_friend.backends.hf:build``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -55,16 +54,6 @@ def message_dicts(messages: list[BaseMessage]) -> list[dict[str, str]]:
         else:
             out.append({"role": role, "content": text})
     return out
-
-
-def _wants_remote_code(model_path: str | None) -> bool:
-    if not model_path:
-        return False
-    config = Path(model_path).expanduser() / "config.json"
-    try:
-        return bool(json.loads(config.read_text(encoding="utf-8")).get("auto_map"))
-    except (OSError, ValueError):
-        return False
 
 
 def _fallback_format(model: Any) -> str:
@@ -105,24 +94,23 @@ class HFChatModel(BaseChatModel):
         adapter: str | None = None,
         *,
         prompt_format: str | None = None,
-        trust_remote_code: bool | None = None,
+        trust_remote_code: bool = False,
         **settings: Any,
     ) -> HFChatModel:
         """Load the base model, tokenizer and adapter now (errors surface at start-up, not mid-chat)."""
-        from finetune.errors import FinetuneError
         from finetune.formats import get_format
         from finetune.inference import ChatModel
 
-        if trust_remote_code is None and _wants_remote_code(model_path):
-            logger.warning("running the model's own code from %s (trust_remote_code)", model_path)
-            trust_remote_code = True
+        if trust_remote_code:
+            logger.warning("running the model's own code from %s (trust_remote_code)", model_path or adapter)
         try:
             chat = ChatModel.load(
-                model_path, adapter, prompt_format=prompt_format, trust_remote_code=trust_remote_code
+                model_path, adapter, prompt_format=prompt_format, trust_remote_code=bool(trust_remote_code)
             )
-        except (FinetuneError, OSError) as e:
+        except Exception as e:  # a wrong or damaged adapter or model: one line, at start-up
+            detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise SiliconFriendError(
-                f"cannot load the hf model {model_path or ''}+{adapter or ''}: {e}"
+                f"cannot load the hf model {model_path or ''}+{adapter or ''}: {detail}"
             ) from e
         if (
             prompt_format is None
@@ -237,7 +225,7 @@ def build(spec: Any) -> BaseChatModel:
         spec.model,
         spec.adapter,
         prompt_format=spec.prompt_format,
-        trust_remote_code=getattr(spec, "trust_remote_code", None),
+        trust_remote_code=bool(getattr(spec, "trust_remote_code", False)),
         temperature=spec.temperature,
         top_p=spec.top_p if spec.top_p is not None else 0.9,
         max_tokens=spec.max_tokens,

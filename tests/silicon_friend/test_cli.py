@@ -65,7 +65,7 @@ def test_chat_command_end_to_end(tmp_path, monkeypatch, capsys) -> None:  # type
     echo = EchoChatModel()
     seen = {}
 
-    def fake_load(spec, *, context_tokens=None):  # type: ignore[no-untyped-def]
+    def fake_load(spec, *, context_tokens=None, trust_remote_code=False):  # type: ignore[no-untyped-def]
         seen["spec"] = spec
         return prepare_model(echo, context_tokens=context_tokens or 2048)
 

@@ -96,3 +96,37 @@ def test_hf_spec_errors_are_clear() -> None:
 
     with pytest.raises(MemoryBankError, match="hf model"):
         build_chat_model("hf:/no/such/model")
+
+
+@pytest.mark.integration
+def test_a_model_or_adapter_folder_never_runs_its_own_code_unasked(tiny_adapter, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """An adapter whose finetune.json named a base folder of its own with trust_remote_code: true,
+    or a model folder with an auto_map, ran that folder's Python code when loaded."""
+    import json
+    import shutil
+
+    from memory_bank.errors import MemoryBankError
+    from memory_bank.llm import build_chat_model
+
+    model_dir, adapter_dir = tiny_adapter
+    adapter = tmp_path / "adapter"
+    shutil.copytree(adapter_dir, adapter)
+    base = shutil.copytree(model_dir, adapter / "base")
+    marker = tmp_path / "ran"
+    (base / "configuration_own.py").write_text(
+        f"import pathlib\npathlib.Path({str(marker)!r}).write_text('ran')\n"
+        "from transformers import LlamaConfig\nclass OwnConfig(LlamaConfig):\n    model_type = 'llama'\n"
+    )
+    config = json.loads((base / "config.json").read_text())
+    (base / "config.json").write_text(json.dumps({**config, "auto_map": {"AutoConfig": "configuration_own.OwnConfig"}}))
+    meta = json.loads((adapter / "finetune.json").read_text())
+    (adapter / "finetune.json").write_text(json.dumps({**meta, "base_model": str(base), "trust_remote_code": True}))
+    for spec in (f"hf:+{adapter}", f"hf:{base}"):
+        with pytest.raises(MemoryBankError, match=r"runs its own Python code.*--trust-remote-code"):
+            build_chat_model(spec)
+    assert not marker.exists()
+    with pytest.raises(MemoryBankError, match=r"adapter folder .* not found"):
+        build_chat_model(f"hf:{model_dir}+{tmp_path / 'no-such-adapter'}")
+    (adapter / "finetune.json").write_text("[1, 2]")
+    with pytest.raises(MemoryBankError, match="not a JSON object"):
+        build_chat_model(f"hf:{model_dir}+{adapter}")
