@@ -80,12 +80,15 @@ class SFTConfig(BaseModel):
     lora: LoraSettings = Field(default_factory=LoraSettings)
     # training
     output_dir: str
-    num_train_epochs: float = Field(3.0, gt=0)
+    overwrite_output_dir: bool = Field(
+        False, description="train into an output_dir that holds another run (its checkpoints are replaced)"
+    )
+    num_train_epochs: float = Field(3.0, gt=0, allow_inf_nan=False)
     max_steps: int = Field(-1, description="when > 0, overrides num_train_epochs")
     per_device_train_batch_size: int = Field(4, ge=1)
     per_device_eval_batch_size: int = Field(4, ge=1)
     gradient_accumulation_steps: int = Field(1, ge=1)
-    learning_rate: float = Field(2e-4, gt=0)
+    learning_rate: float = Field(2e-4, gt=0, allow_inf_nan=False)
     lr_scheduler_type: str = "cosine"
     warmup_ratio: float = Field(0.03, ge=0.0, lt=1.0)
     weight_decay: float = Field(0.0, ge=0.0)
@@ -237,8 +240,14 @@ def load_config(path: str | Path | None, overrides: Mapping[str, Any] | Sequence
             loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise ConfigError(f"config file not found: {path}") from None
+        except IsADirectoryError:
+            raise ConfigError(f"{path} is a folder; give the config file (.yaml)") from None
+        except UnicodeDecodeError as e:
+            raise ConfigError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
+        except OSError as e:
+            raise ConfigError(f"{path}: cannot read it ({e.strerror or e})") from e
         except yaml.YAMLError as e:
-            raise ConfigError(f"{path}: not valid YAML: {e}") from e
+            raise ConfigError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from e
         if loaded is not None and not isinstance(loaded, dict):
             raise ConfigError(f"{path}: the top level must be a mapping of keys, got {type(loaded).__name__}")
         data = loaded or {}

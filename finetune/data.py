@@ -33,15 +33,22 @@ def load_conversations(path: str | Path, system_prompt: str | None = None) -> li
     """Read every record of a ``.json`` or ``.jsonl`` file as a training :class:`Conversation`."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a BOM (Notepad, Excel "UTF-8") is not text
     except FileNotFoundError:
         raise DataError(f"{path}: data file not found") from None
+    except IsADirectoryError:
+        raise DataError(f"{path} is a folder; give the data file (.json or .jsonl)") from None
     except UnicodeDecodeError as e:
         raise DataError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
-    conversations = [
-        record_to_conversation(record, f"{path}:{line}", system_prompt)
-        for line, record in _records(path, text)
-    ]
+    except OSError as e:
+        raise DataError(f"{path}: cannot read it ({e.strerror or e})") from e
+    try:
+        conversations = [
+            record_to_conversation(record, f"{path}:{line}", system_prompt)
+            for line, record in _records(path, text)
+        ]
+    except RecursionError:
+        raise DataError(f"{path}: JSON nested too deeply to read; records are flat objects") from None
     if not conversations:
         raise DataError(f"{path}: no records found")
     return conversations
@@ -90,6 +97,12 @@ def _array_items(path: Path, text: str) -> Iterator[tuple[int, Any]]:
     while True:
         pos = skip(pos)
         if pos < len(text) and text[pos] == "]":
+            rest = skip(pos + 1)
+            if rest < len(text):  # two files joined, or garbage after the array: never dropped silently
+                raise DataError(
+                    f"{path}:{text.count(chr(10), 0, rest) + 1}: more text after the closing ']' of the "
+                    "records; one JSON array per file (or one record per line, JSONL)"
+                )
             return
         line += text.count("\n", counted, pos)
         counted = pos
@@ -108,6 +121,9 @@ def _array_items(path: Path, text: str) -> Iterator[tuple[int, Any]]:
 def _text(value: Any, what: str, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise DataError(f"{where}: {what} must be a non-empty string, got {value!r:.60}")
+    bad = next((i for i, c in enumerate(value) if "\ud800" <= c <= "\udfff"), None)
+    if bad is not None:  # an unpaired \ud800 escape: not Unicode, the tokenizer fails on it
+        raise DataError(f"{where}: {what} has a lone surrogate at position {bad} (not valid Unicode); fix the text")
     return value
 
 

@@ -19,13 +19,15 @@ def save_model_dir(model: Any, tokenizer: Any, target: Path, marker: str, meta: 
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    old = staging.with_name(staging.name + "-old")
     try:
         model.save_pretrained(staging)
         tokenizer.save_pretrained(staging)
-        (staging / marker).write_text(json.dumps(meta))
-        if target.exists():
-            shutil.rmtree(target)
+        (staging / marker).write_text(json.dumps(meta, indent=2, ensure_ascii=False))
+        if target.exists():  # set aside, not deleted, until the new one is in place
+            os.replace(target, old)
         os.replace(staging, target)
         target.chmod(0o755)  # mkdtemp made it private
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)

@@ -41,6 +41,7 @@ from finetune.errors import FinetuneError
 from finetune.formats import Conversation, Supervise, get_format
 from finetune.models import load_causal_lm, load_tokenizer, require, resolve_model_path
 from finetune.runinfo import git_commit, machine, package_versions, peak_memory_mb, write_json
+from finetune.saving import save_model_dir
 
 logger = logging.getLogger(__name__)
 
@@ -215,6 +216,43 @@ def resolve_checkpoint(resume: str | bool | None, output_dir: Path) -> str | Non
     return str(resume)
 
 
+def check_output_dir(config: SFTConfig, output_dir: Path, model_path: str, *, resumed: bool) -> None:
+    """Refuse, before any training, an output folder that would lose someone's work: one that
+    holds another run (its checkpoints would be rotated away, its adapter replaced) unless the
+    run is resumed or ``overwrite_output_dir`` says so, a file, and a merge that would be written
+    over the base model being trained (or into it)."""
+    if output_dir.exists() and not output_dir.is_dir():
+        raise FinetuneError(f"output_dir {output_dir} is a file; give a folder")
+    held = sorted(p.name for p in output_dir.iterdir()) if output_dir.is_dir() else []
+    if held and not resumed and not config.overwrite_output_dir:
+        shown = ", ".join(held[:4]) + (", ..." if len(held) > 4 else "")
+        raise FinetuneError(
+            f"output_dir {output_dir} already holds files ({shown}); resume that run with "
+            "--resume_from_checkpoint true, choose another --output_dir, or pass "
+            "--overwrite_output_dir true to replace it"
+        )
+    if config.merge:
+        merged, base = (output_dir / "merged").resolve(), Path(model_path).expanduser().resolve()
+        if merged == base or base.is_relative_to(merged) or merged.is_relative_to(base):
+            raise FinetuneError(
+                f"--merge would write the merged model over the base model being trained ({model_path}); "
+                "choose another --output_dir"
+            )
+
+
+def check_finite(model: Any, train_loss: float | None) -> None:
+    """Refuse to save an adapter whose training diverged: NaN or infinite weights or loss."""
+    torch = require("torch")
+    if train_loss is not None and not math.isfinite(train_loss):
+        raise FinetuneError(f"the training loss is {train_loss}; lower learning_rate (nothing was saved)")
+    for name, p in model.named_parameters():
+        if p.requires_grad and not bool(torch.isfinite(p).all()):
+            raise FinetuneError(
+                f"the adapter's weight {name} is not finite (the training diverged); lower learning_rate "
+                "(nothing was saved)"
+            )
+
+
 def run_sft(config: SFTConfig) -> SFTResult:
     """Train a LoRA adapter as ``config`` says and write adapter, metrics and (optionally) a merged model."""
     transformers = require("transformers")
@@ -225,6 +263,7 @@ def run_sft(config: SFTConfig) -> SFTResult:
     output_dir = Path(config.output_dir)
     resume = resolve_checkpoint(config.resume_from_checkpoint, output_dir)
     model_path = resolve_model_path(config.model_name_or_path)
+    check_output_dir(config, output_dir, model_path, resumed=resume is not None)
     tokenizer = load_tokenizer(model_path, config.trust_remote_code)
     data = prepare_data(config, tokenizer)
     model = build_peft_model(config, model_path)
@@ -244,8 +283,7 @@ def run_sft(config: SFTConfig) -> SFTResult:
     if not trainer.is_world_process_zero():  # several processes: the first one writes
         return SFTResult(output_dir, adapter_dir, merged_dir, {}, model)
 
-    model.save_pretrained(adapter_dir)
-    tokenizer.save_pretrained(adapter_dir)
+    check_finite(model, train_output.training_loss)
     metadata = {
         "base_model": config.model_name_or_path,
         "base_model_path": model_path,
@@ -253,11 +291,12 @@ def run_sft(config: SFTConfig) -> SFTResult:
         "system_prompt": config.system_prompt,
         "trust_remote_code": config.trust_remote_code,
     }
-    write_json(adapter_dir / ADAPTER_METADATA, metadata)
+    # Staged and moved into place: a kill while saving never leaves a half-written or mixed
+    # adapter (weights of one run, metadata of another) where a chat would load it.
+    save_model_dir(model, tokenizer, adapter_dir, ADAPTER_METADATA, metadata)
     if merged_dir is not None:
         model = model.merge_and_unload()
-        model.save_pretrained(merged_dir)
-        tokenizer.save_pretrained(merged_dir)
+        save_model_dir(model, tokenizer, merged_dir, ADAPTER_METADATA, {**metadata, "merged": True})
         logger.info("saved the merged model in %s", merged_dir)
 
     eval_loss = eval_metrics.get("eval_loss")

@@ -148,3 +148,36 @@ def test_collator_pads_right_with_ignored_labels() -> None:
     assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 0, 0]]
     bare = CausalLMCollator(pad_token_id=0, with_attention_mask=False)([{"input_ids": [5], "labels": [5]}])
     assert set(bare) == {"input_ids", "labels"}
+
+
+def test_files_that_crashed_or_lost_records_are_read_or_refused_in_one_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Two exports joined (everything after the first array was dropped with exit 0), a BOM
+    (refused), a lone surrogate, JSON nested too deeply and a folder (tracebacks)."""
+    from finetune.config import load_config
+    from finetune.data import load_conversations
+    from finetune.errors import ConfigError, DataError
+
+    one = '[{"input": "I feel lonely.", "output": "I am here with you."}]'
+    joined = tmp_path / "all.json"
+    joined.write_text(one + "\n" + one, encoding="utf-8")
+    with pytest.raises(DataError, match=r"all.json:2: more text after the closing"):
+        load_conversations(joined)
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + one.encode())
+    assert len(load_conversations(bom)) == 1
+    surrogate = tmp_path / "s.jsonl"
+    surrogate.write_text('{"input": "hi \\ud800", "output": "hello"}\n', encoding="utf-8")
+    with pytest.raises(DataError, match="lone surrogate"):
+        load_conversations(surrogate)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(DataError):
+        load_conversations(deep)
+    with pytest.raises(DataError, match="is a folder"):
+        load_conversations(tmp_path)
+    latin = tmp_path / "c.yaml"
+    latin.write_bytes("output_dir: caf\xe9".encode("latin-1"))
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load_config(latin)
+    with pytest.raises(ConfigError, match="is a folder"):
+        load_config(tmp_path)

@@ -151,3 +151,67 @@ def test_resume_true_picks_the_last_checkpoint_and_bad_ones_are_refused(
         resolve_checkpoint(True, tmp_path)
     with pytest.raises(FinetuneError, match="not a Trainer checkpoint"):
         resolve_checkpoint(str(tmp_path / "checkpoint-3"), tmp_path)
+
+
+def test_a_run_never_replaces_another_runs_work_unasked(run_a: SFTResult, tiny_model_dir: Path) -> None:
+    """Training into a folder that held another run rotated its checkpoints away and replaced
+    its adapter; --merge could write over the base model being trained."""
+    held = sorted(p.name for p in run_a.output_dir.iterdir())
+    second = {**STEPS, "model_name_or_path": str(tiny_model_dir), "output_dir": str(run_a.output_dir)}
+    with pytest.raises(FinetuneError, match=r"already holds files.*--overwrite_output_dir true"):
+        run_sft(load_config(SMOKE, second))
+    assert sorted(p.name for p in run_a.output_dir.iterdir()) == held  # nothing touched
+    over_base = {
+        **STEPS,
+        "model_name_or_path": str(run_a.output_dir / "merged"),
+        "output_dir": str(run_a.output_dir),
+        "merge": True,
+        "overwrite_output_dir": True,
+    }
+    (run_a.output_dir / "merged").mkdir(exist_ok=True)
+    try:
+        with pytest.raises(FinetuneError, match="over the base model being trained"):
+            run_sft(load_config(SMOKE, over_base))
+    finally:
+        (run_a.output_dir / "merged").rmdir()
+    with pytest.raises(FinetuneError, match="learning_rate"):
+        load_config(SMOKE, {**second, "learning_rate": "inf"})
+
+
+def test_a_diverged_training_is_not_saved(tiny_model_dir: Path) -> None:
+    from transformers import AutoModelForCausalLM
+
+    from finetune.sft import check_finite
+
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    check_finite(model, 2.5)
+    next(iter(model.parameters())).data.fill_(float("nan"))
+    with pytest.raises(FinetuneError, match=r"not finite.*nothing was saved"):
+        check_finite(model, 2.5)
+    with pytest.raises(FinetuneError, match="training loss is nan"):
+        check_finite(model, float("nan"))
+
+
+def test_a_save_that_fails_midway_leaves_the_previous_adapter_whole(run_a: SFTResult, tmp_path: Path) -> None:
+    """The adapter was written file by file in place: a kill left one run's weights with another's
+    metadata, which the chat loaded without a word."""
+    import shutil
+
+    from finetune.saving import save_model_dir
+
+    target = tmp_path / "adapter"
+    shutil.copytree(run_a.adapter_dir, target)
+    before = {p.name: p.read_bytes() for p in target.iterdir()}
+
+    class Killed(Exception):
+        pass
+
+    class HalfSaved:
+        def save_pretrained(self, where: Path) -> None:
+            (Path(where) / "adapter_model.safetensors").write_bytes(b"half")
+            raise Killed
+
+    with pytest.raises(Killed):
+        save_model_dir(HalfSaved(), None, target, "finetune.json", {"format": "chatml"})
+    assert {p.name: p.read_bytes() for p in target.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["adapter"]  # no staging folder left behind
