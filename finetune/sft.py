@@ -240,6 +240,22 @@ def check_output_dir(config: SFTConfig, output_dir: Path, model_path: str, *, re
             )
 
 
+def check_resumable(config: SFTConfig, checkpoint: Path) -> None:
+    """A checkpoint trained with another LoRA rank or scaling cannot be resumed (its matrices have
+    other shapes): said in one line, before the model is loaded."""
+    try:
+        saved = json.loads((checkpoint / "adapter_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return  # not a peft checkpoint of ours: the Trainer says what is wrong with it
+    given = {"r": config.lora.r, "lora_alpha": config.lora.alpha}
+    differ = [f"{k} {saved.get(k)} there, {v} here" for k, v in given.items() if k in saved and saved[k] != v]
+    if differ:
+        raise FinetuneError(
+            f"resume_from_checkpoint: {checkpoint} was trained with other LoRA settings ({'; '.join(differ)}); "
+            "resume with the same lora settings, or start a new run"
+        )
+
+
 def check_finite(model: Any, train_loss: float | None) -> None:
     """Refuse to save an adapter whose training diverged: NaN or infinite weights or loss."""
     torch = require("torch")
@@ -264,6 +280,8 @@ def run_sft(config: SFTConfig) -> SFTResult:
     resume = resolve_checkpoint(config.resume_from_checkpoint, output_dir)
     model_path = resolve_model_path(config.model_name_or_path)
     check_output_dir(config, output_dir, model_path, resumed=resume is not None)
+    if resume is not None:
+        check_resumable(config, Path(resume))
     tokenizer = load_tokenizer(model_path, config.trust_remote_code)
     data = prepare_data(config, tokenizer)
     model = build_peft_model(config, model_path)

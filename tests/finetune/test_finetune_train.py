@@ -215,3 +215,12 @@ def test_a_save_that_fails_midway_leaves_the_previous_adapter_whole(run_a: SFTRe
         save_model_dir(HalfSaved(), None, target, "finetune.json", {"format": "chatml"})
     assert {p.name: p.read_bytes() for p in target.iterdir()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["adapter"]  # no staging folder left behind
+
+
+def test_resuming_with_other_lora_settings_is_one_line(run_a: SFTResult, tmp_path: Path) -> None:
+    argv = ["--config", str(SMOKE), "--output_dir", str(tmp_path / "c"), "--lora.r", "3",
+            "--resume_from_checkpoint", str(run_a.output_dir / "checkpoint-6")]  # fmt: skip
+    with pytest.raises(FinetuneError, match=r"other LoRA settings \(r "):
+        run_sft(load_config(SMOKE, {"output_dir": str(tmp_path / "c"), "lora": {"r": 3},
+                                    "resume_from_checkpoint": str(run_a.output_dir / "checkpoint-6")}))  # fmt: skip
+    assert main(argv) == 2
