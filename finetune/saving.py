@@ -9,14 +9,25 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from finetune.errors import FinetuneError
 
-def save_model_dir(model: Any, tokenizer: Any, target: Path, marker: str, meta: dict[str, Any]) -> None:
+
+def save_model_dir(
+    model: Any, tokenizer: Any, target: Path, marker: str, meta: dict[str, Any], *, replace: bool = False
+) -> None:
     """Save ``model`` and ``tokenizer`` as ``target``, with ``meta`` as JSON in ``target/marker``.
 
     Everything is written to a sibling staging directory first and moved into place at the
     end, so readers see either the old directory or the complete new one; the marker file says
-    what the directory was built from, which is how a cache checks it is still current.
+    what the directory was built from, which is how a cache checks it is still current. A
+    ``target`` that holds files but no marker (not one this wrote: a user's folder) is refused,
+    unless ``replace``.
     """
+    target = Path(target)
+    if target.is_dir() and any(target.iterdir()) and not (target / marker).is_file() and not replace:
+        raise FinetuneError(
+            f"{target} holds files this did not write; give an empty or new folder (it was left as it is)"
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     old = staging.with_name(staging.name + "-old")

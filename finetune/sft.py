@@ -311,10 +311,12 @@ def run_sft(config: SFTConfig) -> SFTResult:
     }
     # Staged and moved into place: a kill while saving never leaves a half-written or mixed
     # adapter (weights of one run, metadata of another) where a chat would load it.
-    save_model_dir(model, tokenizer, adapter_dir, ADAPTER_METADATA, metadata)
+    replace = config.overwrite_output_dir or resume is not None  # checked before training
+    save_model_dir(model, tokenizer, adapter_dir, ADAPTER_METADATA, metadata, replace=replace)
     if merged_dir is not None:
         model = model.merge_and_unload()
-        save_model_dir(model, tokenizer, merged_dir, ADAPTER_METADATA, {**metadata, "merged": True})
+        merged = {**metadata, "merged": True}
+        save_model_dir(model, tokenizer, merged_dir, ADAPTER_METADATA, merged, replace=replace)
         logger.info("saved the merged model in %s", merged_dir)
 
     eval_loss = eval_metrics.get("eval_loss")

@@ -224,3 +224,14 @@ def test_resuming_with_other_lora_settings_is_one_line(run_a: SFTResult, tmp_pat
         run_sft(load_config(SMOKE, {"output_dir": str(tmp_path / "c"), "lora": {"r": 3},
                                     "resume_from_checkpoint": str(run_a.output_dir / "checkpoint-6")}))  # fmt: skip
     assert main(argv) == 2
+
+
+def test_building_a_model_never_empties_a_folder_of_the_users(tmp_path: Path) -> None:
+    from finetune.tiny import build_tiny_model
+
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "thesis.txt").write_text("three years of work")
+    with pytest.raises(FinetuneError, match="holds files this did not write"):
+        build_tiny_model(folder)
+    assert (folder / "thesis.txt").read_text() == "three years of work"
