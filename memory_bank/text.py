@@ -549,8 +549,9 @@ _DAY_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]")
 
 def has_visible(text: str) -> bool:
     """Whether ``text`` shows anything: a letter, digit, punctuation mark or symbol (emoji
-    too). Spaces, control and format characters alone (a zero-width space) show nothing."""
-    return any(unicodedata.category(c)[0] in "LNPS" for c in text)
+    too). Spaces, control and format characters alone (a zero-width space) show nothing, nor
+    do the fillers and blanks that Unicode counts as letters or symbols (U+3164, U+2800)."""
+    return any(unicodedata.category(c)[0] in "LNPS" and c not in _INVISIBLE for c in text)
 
 
 def parse_day(value: str, what: str = "date") -> str:

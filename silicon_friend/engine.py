@@ -240,8 +240,9 @@ class SiliconFriend:
         """Open a session for ``user`` (validated); ``returning`` says whether they have memories."""
         user = validate_user(user)
         returning = False
-        if self.bank.has_user(user):
-            user = self.bank.user(user).name
+        found = self.bank.find_user(user)  # one lookup: a user deleted meanwhile is simply new
+        if found is not None:
+            user = found.name
             returning = self.bank.has_memories(user)
         logger.info("session started for %r (%s)", user, "returning" if returning else "new")
         if returning:

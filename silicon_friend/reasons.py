@@ -72,6 +72,7 @@ REASONS: dict[str, tuple[str, str]] = {
     ),
     # Refusals of a memory's text and of the memory view's filter:
     "text_empty": ("{what} is empty; give some text", "内容是空的，请输入一些文字"),
+    "text_long": ("{what} is {n} characters; the limit is {limit}", "内容有 {n} 个字符，上限是 {limit}"),
     "bad_date": (
         "{what} {value} is not a valid date; use YYYY-MM-DD (e.g. 2023-05-04)",
         "{value} 不是有效的日期；请用 YYYY-MM-DD 的格式（例如 2023-05-04）",

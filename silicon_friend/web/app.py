@@ -31,6 +31,7 @@ handlers at run time.)
 
 import asyncio
 import logging
+import secrets
 import sys
 import threading
 import time
@@ -60,6 +61,8 @@ logger = logging.getLogger(__name__)
 
 #: How often a page following a reply looks for what moved (seconds): 20 frames a second at most.
 FOLLOW_SECONDS = 0.05
+#: The store setting that holds the key of the browser's kept name (see ``WebApp._name_secret``).
+NAME_SECRET = "web_name_secret"
 
 CSS = (
     "#sf-chatbot {min-height: 420px} #sf-memory-table th {white-space: nowrap; word-break: keep-all}"
@@ -136,7 +139,12 @@ class WebApp:
     #: Run on page load. An Enter that confirms an input method's candidate (Chinese pinyin, Japanese)
     #: belongs to the input method: the message box would otherwise send the half-typed letters
     #: ("wo jin tian" for 我今天). Listening first (capture), it keeps such an Enter from the box.
+    #: It also deletes the run history an earlier version of the app left in the browser (every
+    #: message and reply, kept by Gradio under an id that changed at each start).
     js = """() => {
+      for (const store of [localStorage, sessionStorage]) {
+        for (const key of Object.keys(store)) if (key.startsWith("gradio:run-history")) store.removeItem(key);
+      }
       const guard = (e) => {
         if (e.key !== "Enter" || !(e.isComposing || e.keyCode === 229)) return;
         if (e.target instanceof Element && e.target.closest("#sf-message")) e.stopImmediatePropagation();
@@ -536,13 +544,13 @@ class WebApp:
         if job.ended:
             self._warn(self._t(request).session_ended, request)
             if tab.session is session:  # the user's next message starts again (it was refused for good)
-                tab.session = self.engine.start(session.user)
-                tab.session.temporary = tab.temporary
+                tab.session = Session(user=session.user, temporary=tab.temporary)  # their memories are gone
         elif job.refused is not None:
             self._warn(job.refused, request)
         if job.ended or job.refused is not None:  # the message goes back into the box
             tab.refused(text)  # sending it again at once is not a double click
-            yield self._render_tab(request), gr.update() if message is None else message
+            back = tab.hand_back(message) if isinstance(message, str) else message
+            yield self._render_tab(request), gr.update() if message is None else back
             return
         t = self._t(request)
         turn = session.turns[-1] if session.turns else None
@@ -869,6 +877,17 @@ class WebApp:
             "",  # the name this browser kept
         )
 
+    def _name_secret(self) -> str | None:
+        """The key the browser's kept name is encrypted with, kept in the store's settings: made
+        anew at each start, it lost every "Remember Me" at every restart of the app. ``None``
+        (a key for this run only) where the store cannot be written."""
+        try:
+            self.engine.bank.storage.set_meta({NAME_SECRET: secrets.token_hex(32)})  # kept if there
+            return self.engine.bank.storage.meta().get(NAME_SECRET)
+        except MemoryBankError as e:
+            logger.warning("the remembered names will not survive a restart: %s", e)
+            return None
+
     # -- layout -------------------------------------------------------------------------------
     def build(self) -> gr.Blocks:
         """The Blocks app (not launched). Components whose text follows the language switch
@@ -878,7 +897,7 @@ class WebApp:
         # in Gradio's queue behind another tab's, where a reload would drop it unseen.
         chat_limit: dict[str, Any] = {"concurrency_limit": None}
         with gr.Blocks(title="SiliconFriend", analytics_enabled=False) as demo:
-            remembered = gr.BrowserState("", storage_key="siliconfriend-name")
+            remembered = gr.BrowserState("", storage_key="siliconfriend-name", secret=self._name_secret())
             with gr.Row():
                 tr.add(gr.Markdown(f"# {t.title}\n{t.intro}"), value=lambda t: f"# {t.title}\n{t.intro}")
                 language = tr.add(
@@ -985,6 +1004,17 @@ class WebApp:
             remember_event.then(
                 self.memory_tab.by_name["signed_in"], self.memory_tab.inputs, memory_outputs, **quiet
             )
+            # Registered before the reply: the page runs one trigger's events in the order they were
+            # registered, each after the one before ends, and a reply ends when it is done (a
+            # newcomer who reloaded during the first reply had no name kept, and saw nothing).
+            gr.on(
+                [send.click, message.submit],
+                self.keep_name,
+                [name],
+                [status, remembered],
+                queue=False,
+                **quiet,
+            )
             send_event = gr.on(
                 [send.click, message.submit],
                 self.send,
@@ -994,14 +1024,6 @@ class WebApp:
                 show_progress="minimal",
                 js=self.js_send,
                 **chat_limit,
-            )
-            gr.on(
-                [send.click, message.submit],
-                self.keep_name,
-                [name],
-                [status, remembered],
-                queue=False,
-                **quiet,
             )
             stop.click(self.stop, None, None, queue=False)
             gr.on([new.click, chatbot.clear], self.new_conversation, None, [chatbot])

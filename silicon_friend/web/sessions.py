@@ -96,6 +96,8 @@ class WebSession:
     summary_seen: tuple[str, int, str] | None = None
     #: The last message sent from this tab and when (``time.monotonic``), see :meth:`repeated`.
     _last_sent: tuple[str, float] | None = None
+    #: Messages refused since the last one went into the line (see :meth:`hand_back`).
+    _handed_back: list[str] = dataclasses.field(default_factory=list)
     _next: int = 0
     _serving: int = 0
     _changes: int = 0  # bumped whenever a reply of this tab moves on (see changes)
@@ -115,8 +117,11 @@ class WebSession:
         now = time.monotonic()
         within = REPEAT_SECONDS if within is None else within
         with self._cond:
-            last, self._last_sent = self._last_sent, (message, now)
-            return last is not None and last[0] == message and now - last[1] < within
+            last = self._last_sent
+            if last is not None and last[0] == message and now - last[1] < within:
+                return True  # the window is the sent one's: a third click later is a message again
+            self._last_sent = (message, now)
+            return False
 
     def refused(self, message: str) -> None:
         """``message`` was not sent after all (the line was full): sending it again at once is
@@ -124,6 +129,13 @@ class WebSession:
         with self._cond:
             if self._last_sent is not None and self._last_sent[0] == message:
                 self._last_sent = None
+
+    def hand_back(self, message: str) -> str:
+        """What goes back into the box for a refused ``message``: it, after the messages refused
+        just before it (two waiting messages refused at once each set the box: the first was lost)."""
+        with self._cond:
+            self._handed_back.append(message)
+            return "\n\n".join(self._handed_back)
 
     def enqueue(self, message: str, *, shown: bool = True) -> int:
         """Put ``message`` in line (shown as queued unless ``shown`` is False); returns its
@@ -134,6 +146,7 @@ class WebSession:
                 raise LineFullError(f"{MAX_WAITING} messages are already waiting for a reply")
             ticket = self._next
             self._next += 1
+            self._handed_back.clear()
             if shown:
                 self.waiting.append((ticket, message))
             return ticket

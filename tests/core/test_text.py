@@ -89,3 +89,15 @@ def test_named_days_and_months_survive_the_quick_tests(text: str, days: list[str
     now = dt.date(2023, 6, 21)
     assert sorted(d.isoformat() for d in dates_in(text, now=now, years=(2023,))) == sorted(days)
     assert sorted(months_in(text, years=(2023,))) == months
+
+
+def test_fillers_and_blanks_that_count_as_letters_show_nothing() -> None:
+    """U+3164, U+2800 and a Hangul filler pair were taken as visible: the memory tab stored
+    blank memories that the name rule already refused."""
+    from memory_bank.text import check_text, has_visible
+
+    for blank in ("\u3164", "\u2800", "\u115f\u1160", "\u200b\u3164"):
+        assert not has_visible(blank)
+        with pytest.raises(ValueError, match="is empty"):
+            check_text(blank, "query")
+    assert has_visible("\u3164a") and has_visible("😀")

@@ -350,3 +350,18 @@ def test_an_enter_that_confirms_an_input_method_candidate_sends_nothing(browser,
     wait_until(lambda: engine.bank.has_user("小明") and len(engine.bank.history("小明")) == 1, 20, "the turn")
     assert [m.query for m in engine.bank.history("小明")] == ["我今天养了一只猫。"]
     page.close()
+
+
+def test_the_run_history_an_earlier_version_left_is_deleted(browser, served) -> None:  # type: ignore[no-untyped-def]
+    """Gradio kept every message and reply in the browser under an id made at each start; turning
+    it off deleted only the current start's, and an earlier version's stayed readable."""
+    url, _ = served("en")
+    page = browser.new_page()
+    page.goto(url, wait_until="load")
+    page.wait_for_selector("#sf-name textarea, #sf-name input", timeout=30_000)
+    page.evaluate("() => localStorage.setItem('gradio:run-history:v2:earlier', 'my bank PIN is 4321')")
+    page.reload(wait_until="load")
+    page.wait_for_selector("#sf-name textarea, #sf-name input", timeout=30_000)
+    page.wait_for_function("() => localStorage.getItem('gradio:run-history:v2:earlier') === null", timeout=10_000)
+    assert "4321" not in page.evaluate("() => JSON.stringify(localStorage)")
+    page.close()

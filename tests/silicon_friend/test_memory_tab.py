@@ -348,3 +348,5 @@ def test_the_chinese_page_says_a_refused_memory_or_filter_in_chinese(forgetting_
         app.memory_tab.memories("Ann", "", "", "all", "all", "2023-06-01", "2023-05-01", 1, ANN)
     with pytest.warns(UserWarning, match="内容是空的"):
         app.memory_tab.handlers()["add"]("Ann", "\u200b", *FORM, ANN)
+    with pytest.warns(UserWarning, match="内容有 1,000,001 个字符"):
+        app.memory_tab.handlers()["add"]("Ann", "字" * 1_000_001, *FORM, ANN)

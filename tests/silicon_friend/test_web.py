@@ -424,3 +424,31 @@ def test_a_message_that_shows_nothing_is_not_sent(engine) -> None:  # type: igno
         list(engine.stream(session_of(app), "\u200b"))
     send(app, "👍")  # an emoji alone is a message
     assert [m.query for m in engine.bank.history("Emily")] == ["👍"]
+
+
+def test_the_name_is_kept_before_the_reply_and_across_restarts(engine) -> None:  # type: ignore[no-untyped-def]
+    """The page runs a trigger's events in their order, each after the one before ends: keep_name
+    registered after the reply ran when the first reply was over (a newcomer who reloaded during
+    it lost the conversation from the screen). And the kept name's key was made at each start, so
+    Remember Me was lost at every restart."""
+    app = WebApp(engine)
+    demo = app.build()
+    names = [getattr(f.fn, "__name__", "") for f in demo.fns.values()]
+    assert names.index("keep_name") < names.index("send")
+    secret = app._name_secret()
+    assert secret and WebApp(engine)._name_secret() == secret  # the next start reads the same key
+
+
+def test_a_double_click_window_does_not_slide_and_refused_messages_all_come_back() -> None:
+    from silicon_friend.web.sessions import WebSession
+
+    tab = WebSession()
+    assert not tab.repeated("ok", within=0.3)
+    time.sleep(0.2)
+    assert tab.repeated("ok", within=0.3)  # a double click
+    time.sleep(0.15)
+    assert not tab.repeated("ok", within=0.3)  # 0.35 s after the one sent: a new message
+    assert tab.hand_back("first") == "first"
+    assert tab.hand_back("second") == "first\n\nsecond"  # two waiting messages refused at once
+    tab.enqueue("third")
+    assert tab.hand_back("fourth") == "fourth"
