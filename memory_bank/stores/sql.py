@@ -556,6 +556,8 @@ class SQLStorage(Storage):
                 )
             new_extra = dict(extra)
             if old is not None and self._lock_user(c, int(old[0]), missing_ok=True):
+                # The replaced turns' ids are retired (those the file gives again exist again).
+                self._retire(c, int(old[0]), "user_id = ?", (int(old[0]),))
                 self._delete(c, "user_id = ?", (int(old[0]),), user_id=int(old[0]))
                 # The new user keeps the old one's floors: no later turn takes a replaced id.
                 kept = self._extra(c, int(old[0]))

@@ -115,11 +115,15 @@ def test_a_retry_after_the_user_was_deleted_does_not_create_them_again(make_bank
 def test_an_import_that_replaces_a_user_keeps_their_retired_ids(make_bank) -> None:  # type: ignore[no-untyped-def]
     bank = make_bank()
     bank.add_turn("Ann", "to be deleted", "ok", memory_id="lc:a")
+    bank.add_turn("Ann", "replaced by the import", "ok", memory_id="lc:b")
+    bank.add_turn("Ann", "in the file too", "ok", memory_id="lc:c")
     bank.delete_memory("Ann", "lc:a")
-    memories = [m for m, _ in bank.memories("Ann")]
+    memories = [m for m, _ in bank.memories("Ann") if m.memory_id == "lc:c"]
     bank.import_user("Ann", memories, bank.user("Ann").extra, replace=True)
-    with pytest.raises(MemoryDeletedError):
-        bank.add_turn("Ann", "to be deleted", "ok", memory_id="lc:a")
+    for mid in ("lc:a", "lc:b"):  # deleted before, and removed by the replace
+        with pytest.raises(MemoryDeletedError):
+            bank.add_turn("Ann", "a retry", "ok", memory_id=mid)
+    assert bank.add_turn("Ann", "in the file too", "ok", memory_id="lc:c").query == "in the file too"
     bank.delete_user("Ann")  # still the user's: it expires with them, not kept for good
     assert all(r[0] is None for r in _rows(bank, "SELECT user_id FROM deleted_ids"))
 
