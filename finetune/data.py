@@ -160,7 +160,8 @@ def record_to_conversation(record: Any, where: str, system_prompt: str | None = 
             f"{where}: missing {' and '.join(repr(m) for m in missing)}; expected "
             '{"input": ..., "output": ...} or {"messages": [...]}'
         )
-    history = record.get("history") or []
+    history = record.get("history")
+    history = [] if history is None else history
     if not isinstance(history, list):
         raise DataError(f"{where}: 'history' must be a list of [user, reply] pairs")
     turns = []

@@ -18,6 +18,7 @@ seeded, holds out a validation split and reports its loss, saves checkpoints (re
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import json
 import logging
@@ -77,7 +78,11 @@ def prepare_data(config: SFTConfig, tokenizer: Any) -> PreparedData:
             load_files(config.resolved_files("validation"), config.system_prompt),
         )
     else:
-        train, validation = split_train_validation(conversations, config.validation_split, config.seed)
+        # Split the distinct dialogs: a dialog given twice is never in both parts (the validation
+        # loss would look better than it is); repeats stay in training, where they weigh more.
+        times = collections.Counter(conversations)
+        distinct, validation = split_train_validation(list(times), config.validation_split, config.seed)
+        train = [c for c in distinct for _ in range(times[c])]
     if config.max_train_samples:
         train = train[: config.max_train_samples]
     fmt = get_format(config.format)

@@ -181,3 +181,24 @@ def test_files_that_crashed_or_lost_records_are_read_or_refused_in_one_line(tmp_
         load_config(latin)
     with pytest.raises(ConfigError, match="is a folder"):
         load_config(tmp_path)
+
+
+def test_a_dialog_given_twice_is_never_in_both_training_and_validation(tmp_path: Path, tiny_tokenizer: Any) -> None:
+    """The split was drawn after duplication: every validation dialog was also trained on, and the
+    validation loss looked better than it was. A 'history' of 0 was read as no history."""
+    from finetune.config import load_config
+    from finetune.errors import DataError
+    from finetune.sft import prepare_data
+
+    records = [{"input": f"I feel sad today, number {i}.", "output": "I am here with you."} for i in range(5)]
+    data = tmp_path / "d.jsonl"
+    data.write_text("\n".join(json.dumps(r) for r in records * 4), encoding="utf-8")
+    config = load_config(None, {"output_dir": str(tmp_path / "out"), "train_files": [str(data)],
+                                "validation_split": 0.2, "model_name_or_path": "builtin:tiny"})  # fmt: skip
+    prepared = prepare_data(config, tiny_tokenizer)
+    held = {c.turns for c in prepared.validation_conversations}
+    assert held and len(prepared.train) == 20 - 4 * len(held)
+    bad = tmp_path / "h.jsonl"
+    bad.write_text('{"input": "hi", "output": "hello", "history": 0}\n', encoding="utf-8")
+    with pytest.raises(DataError, match="'history' must be a list"):
+        load_conversations(bad)
