@@ -42,6 +42,7 @@ from memory_bank.langchain.context import context_user
 from memory_bank.langchain.documents import require_user
 from memory_bank.langchain.prompts import format_memories, memory_block
 from memory_bank.records import Memory
+from memory_bank.stores.base import REPLAY_OF
 
 if TYPE_CHECKING:
     from memory_bank.summaries.scheduler import RolloverScheduler
@@ -95,9 +96,6 @@ def _exchange(messages: Sequence[BaseMessage]) -> tuple[list[HumanMessage], str 
 #: and the thread it was said in.
 _WRITTEN = "lc_written"
 _THREAD = "lc_thread"
-#: A digest of the user's words alone: with the thread, what tells a replay of a deleted turn
-#: (a regenerate, a retry from another client) from a new message reusing its id.
-_SAID = "lc_said"
 
 
 def _thread_id() -> str | None:
@@ -119,6 +117,19 @@ def _from_middleware(message: BaseMessage) -> bool:
 
 def _digest(query: str, response: str) -> str:
     return hashlib.sha256(json.dumps([query, response]).encode("utf-8")).hexdigest()[:16]
+
+
+def _refuse_if_deleted(bank: MemoryBank, user: str, memory_id: str, thread: str | None) -> None:
+    """Raise :class:`MemoryDeletedError` when this thread's message ``memory_id`` (in either form)
+    was deleted, or a turn of that id that recorded no thread was (then any reuse is a replay)."""
+    for key in (f"{memory_id}#{thread}", f"{memory_id}#*"):
+        day = bank.deleted_on(user, key)
+        if day is not None:
+            raise MemoryDeletedError(
+                f"turn {memory_id!r} of this thread was deleted on {day}; not stored again",
+                memory_id=memory_id,
+                deleted_on=day,
+            )
 
 
 def turn_memory_id(message: BaseMessage) -> str | None:
@@ -325,24 +336,21 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
         thread's message with the same id (a client numbering messages per thread) is stored
         beside it, never over it."""
         memory_id = turn_memory_id(human)
-        said = _digest(human.text, "")
-        stamp = {_WRITTEN: _digest(human.text, response), _THREAD: thread, _SAID: said}
+        stamp = {_WRITTEN: _digest(human.text, response), _THREAD: thread}
+        if memory_id is None:  # a message without an id: stored as it comes
+            return bank.add_turn(user, human.text, response, extra=stamp)
+        stamp[REPLAY_OF] = memory_id
         try:
             memory: Memory | None = bank.add_turn(
                 user, human.text, response, memory_id=memory_id, extra=stamp
             )
         except MemoryDeletedError:
-            if memory_id is None or any(
-                bank.deleted_on(user, f"{memory_id}#{key}") is not None for key in (thread, said)
-            ):
-                raise  # this thread's turn or these words, deleted: a replay, a regenerate, a retry
-            memory = None  # another thread's message with this id was deleted: this one is new
-        if memory is None:
-            digest = _digest(human.text, response)
-            return bank.add_turn(user, human.text, response, memory_id=f"{memory_id}:{digest}", extra=stamp)
-        if memory_id is None or (memory.query, memory.response) == (human.text, response):
-            return memory
-        if memory.extra.get(_THREAD) != thread:
+            memory = None  # this thread's message, deleted (refused below), or another thread's
+        if memory is not None and (memory.query, memory.response) == (human.text, response):
+            return memory  # stored now, or this very turn again
+        if memory is None or memory.extra.get(_THREAD) != thread:
+            _refuse_if_deleted(bank, user, memory_id, thread)  # a replay, a regenerate, a retry
+            # Another thread's message with this id (a client numbering messages per thread).
             digest = _digest(human.text, response)
             return bank.add_turn(user, human.text, response, memory_id=f"{memory_id}:{digest}", extra=stamp)
         if memory.extra.get(_WRITTEN) != _digest(memory.query or "", memory.response or ""):

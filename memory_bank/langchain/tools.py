@@ -24,6 +24,7 @@ from memory_bank.errors import InvalidInputError, MemoryBankError, MemoryDeleted
 from memory_bank.langchain.context import context_user
 from memory_bank.langchain.documents import require_user
 from memory_bank.records import Memory, SearchResult
+from memory_bank.stores.base import REPLAY_OF
 
 if TYPE_CHECKING:
     from memory_bank.summaries.scheduler import RolloverScheduler
@@ -117,14 +118,15 @@ def memory_tools(
             # a replay of the call (the user may have edited what it saved since) from a model
             # whose call ids repeat across runs (other content: another memory).
             digest = hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
-            stamp = {"tool_content": digest}
             first = f"tool:{call_id}" if call_id else None
+            stamp = {"tool_content": digest, REPLAY_OF: first}
             memory: Memory | None
             try:
                 memory = bank_.add_turn(user_, content, "", memory_id=first, extra=stamp)
             except MemoryDeletedError:
-                if bank_.deleted_on(user_, f"{first}#{digest}") is not None:
-                    raise  # this call replayed: the user deleted what it saved
+                for key in (f"{first}#{digest}", f"{first}#*"):  # *: a deleted turn of no digest
+                    if bank_.deleted_on(user_, key) is not None:
+                        raise  # this call replayed: the user deleted what it saved
                 memory = None  # the id's memory was deleted, and this is other content
             if memory is None or (memory.query != content and memory.extra.get("tool_content") != digest):
                 memory = bank_.add_turn(user_, content, "", memory_id=f"{first}:{digest}", extra=stamp)

@@ -47,10 +47,15 @@ EPOCH_BASE = "epoch_base"
 #: enough for a client's retries of a run that was in flight when the user was deleted.
 RETIRED_USER_DAYS = 7
 #: Keys of a turn's ``extra`` that an adapter writes to tell a replay of a turn from a new
-#: message reusing its id: the LangChain middleware's thread and words, the memory tools'
-#: content digest. A retired id is also retired as ``<id>#<value>`` of each (see
+#: message reusing its id: the LangChain middleware's thread, the memory tools' content digest.
+#: A retired id is also retired as ``<base>#<value>`` of each, ``<base>`` being the turn's
+#: :data:`REPLAY_OF` (else its id), and as ``<base>#*`` when it has none of them (a turn written
+#: before they existed, or imported): then every reuse of the id is a replay (see
 #: :meth:`Storage.retired_on`).
-REPLAY_KEYS = ("lc_thread", "lc_said", "tool_content")
+REPLAY_KEYS = ("lc_thread", "tool_content")
+#: Key of a turn's ``extra``: the id of the message or call it stores when that is not its own
+#: id (a second message reusing the id is stored as ``<id>:<digest>``).
+REPLAY_OF = "replay_of"
 
 
 def retired_digest(user: str, memory_id: str) -> str:

@@ -30,6 +30,7 @@ from memory_bank.records import Memory, MemoryKind, index_text
 from memory_bank.stores.base import (
     EPOCH_BASE,
     REPLAY_KEYS,
+    REPLAY_OF,
     RETIRED_USER_DAYS,
     SCHEMA_VERSION,
     TURN_BASE,
@@ -159,6 +160,22 @@ COLUMNS = "id, " + FIELDS.removeprefix("user_id, ")
 
 #: The day a retired id (its digest) was deleted, while its record has not expired (on a day).
 _RETIRED = "SELECT deleted_on FROM deleted_ids WHERE digest = ? AND (expires_on IS NULL OR expires_on >= ?)"
+
+
+def _retired_keys(memory_id: str, extra: dict[str, Any]) -> list[str]:
+    """What deleting the turn ``memory_id`` retires: its id, and ``<base>#<value>`` of each of its
+    :data:`REPLAY_KEYS` (``<base>#*`` without any), ``<base>`` being its :data:`REPLAY_OF`."""
+    base = str(extra.get(REPLAY_OF) or memory_id)
+    replay = [f"{base}#{extra[k]}" for k in REPLAY_KEYS if k in extra]
+    return [memory_id, *(replay or [f"{base}#*"])]
+
+
+def _unretire(c: Cursor, memory: Memory) -> None:
+    """A turn stored again (an undo, a put after a delete): what its deletion retired is live again."""
+    c.executemany(
+        "DELETE FROM deleted_ids WHERE digest = ?",
+        [(retired_digest(memory.user, key),) for key in _retired_keys(memory.memory_id, memory.extra)],
+    )
 
 
 def _today() -> dt.date:
@@ -699,7 +716,7 @@ class SQLStorage(Storage):
                 digest = retired_digest(memory.user, memory.memory_id)
                 if not revive_deleted:
                     self._refuse_retired(c, memory.user, memory.memory_id, digest)
-                c.execute("DELETE FROM deleted_ids WHERE digest = ?", (digest,))
+                _unretire(c, memory)
             # A statement of its own, after the lock: it sees the turns the lock's previous
             # holder committed.
             row = c.execute(
@@ -809,10 +826,7 @@ class SQLStorage(Storage):
             if row is None and only_existing:  # deleted meanwhile (another process): stays deleted
                 return 0, memory.strength, memory.last_recall_date
             if row is None:
-                c.execute(
-                    "DELETE FROM deleted_ids WHERE digest = ?",
-                    (retired_digest(memory.user, memory.memory_id),),
-                )
+                _unretire(c, memory)  # stored again (an undo): its id and replay keys are live again
                 rowid, strength, recalled = self._insert(c, values), memory.strength, memory.last_recall_date
             else:
                 rowid, strength, recalled = int(row[0]), int(row[1]), row[2]
@@ -1079,8 +1093,7 @@ class SQLStorage(Storage):
         ).fetchall():
             if str(mid) == f"{name}_{date}_{turn}":
                 continue
-            found = json.loads(extra) if extra else {}
-            keys += [str(mid), *(f"{mid}#{found[k]}" for k in REPLAY_KEYS if k in found)]
+            keys += _retired_keys(str(mid), json.loads(extra) if extra else {})
         if keys:
             c.executemany(
                 "INSERT INTO deleted_ids(digest, user_id, deleted_on, expires_on) VALUES (?, ?, ?, ?) "

@@ -248,10 +248,11 @@ def test_a_regenerate_or_retry_never_brings_back_a_turn_the_user_deleted(bank: M
     agent.invoke(None, before_model.config)  # a regenerate of that turn
     assert bank.history("Emily") == []
     retry = create_agent(recording_model("Noted.", "Noted."), middleware=[MemoryBankMiddleware(bank, "Emily")])
-    retry.invoke({"messages": [HumanMessage("My address is 12 Elm Street.", id="m1")]})  # a client's retry
+    again = {"messages": [HumanMessage("My address is 12 Elm Street.", id="m1")]}
+    retry.invoke(again, _thread("u"))  # a client's retry of the run
     assert bank.history("Emily") == []
     bank.delete_user("Emily")
-    retry.invoke({"messages": [HumanMessage("My address is 12 Elm Street.", id="m1")]})  # after "forget me"
+    retry.invoke(again, _thread("u"))  # after "forget me"
     assert not bank.has_user("Emily")
 
 
@@ -271,3 +272,31 @@ def test_another_threads_message_with_a_deleted_id_is_still_stored(bank: MemoryB
     before_model = next(s for s in agent.get_state_history(_thread("a")) if "model" in s.next)
     agent.invoke(None, before_model.config)  # thread a's deleted turn, regenerated
     assert [m.query for m in bank.history("Emily")] == ["I adopted a cat named Miso."]
+
+
+def test_a_deleted_turn_comes_back_neither_in_its_second_form_nor_from_before_thread_keys(bank: MemoryBank) -> None:
+    """A regenerate of a turn stored beside another thread's (lc:<id>:<digest>) brought the
+    deleted words back under a new digest; a turn stored without a thread (an older version, an
+    import) came back on a plain replay; the same words in a new thread were refused."""
+    saver = InMemorySaver()
+    agent = create_agent(
+        recording_model("Hi!", "Noted.", "Noted again.", "Hello!", "Lovely!"),
+        middleware=[MemoryBankMiddleware(bank, "Emily")],
+        checkpointer=saver,
+    )
+    agent.invoke({"messages": [HumanMessage("Hi!", id="1")]}, _thread("a"))
+    agent.invoke({"messages": [HumanMessage("My PIN is 4321.", id="1")]}, _thread("b"))
+    second = next(m for m in bank.history("Emily") if m.query == "My PIN is 4321.")
+    assert second.memory_id.startswith("lc:1:")
+    bank.delete_memory("Emily", second.memory_id)
+    before_model = next(s for s in agent.get_state_history(_thread("b")) if "model" in s.next)
+    agent.invoke(None, before_model.config)  # regenerate in thread b: the same words, a new reply
+    assert [m.query for m in bank.history("Emily")] == ["Hi!"]
+    bank.delete_memory("Emily", "lc:1")
+    agent.invoke({"messages": [HumanMessage("Hi!", id="1")]}, _thread("c"))  # the same words, a new thread
+    assert [m.query for m in bank.history("Emily")] == ["Hi!"]
+    bank.add_turn("Emily", "My cat is Miso.", "Lovely!", memory_id="lc:7")  # stored with no thread
+    bank.delete_memory("Emily", "lc:7")
+    agent.invoke({"messages": [HumanMessage("My cat is Miso.", id="7")]}, _thread("d"))
+    assert "My cat is Miso." not in [m.query for m in bank.history("Emily")]
+

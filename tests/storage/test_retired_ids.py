@@ -62,7 +62,7 @@ def test_retirement_is_per_user_and_only_for_ids_a_caller_chose(make_bank) -> No
     assert bank.add_turn("Bob", "Bob's message with the same id", "ok", memory_id="lc:1").memory_id == "lc:1"
     bank.delete_memory("Bob", "lc:1", retire=False)  # a key that is meant to be written again
     assert bank.add_turn("Bob", "written again", "ok", memory_id="lc:1").query == "written again"
-    assert len(_rows(bank, "SELECT digest FROM deleted_ids")) == 1  # Ann's lc:1 only
+    assert len(_rows(bank, "SELECT digest FROM deleted_ids")) == 2  # Ann's lc:1 (and lc:1#*: no replay key)
 
 
 def test_an_undo_brings_a_deleted_id_back(make_bank) -> None:  # type: ignore[no-untyped-def]
@@ -96,7 +96,7 @@ def test_a_retry_after_the_user_was_deleted_does_not_create_them_again(make_bank
     assert not bank.has_user("Ann") and bank.storage.get_user("Ann") is None  # no empty user either
     # What the store keeps is digests: neither the name nor the ids.
     rows = _rows(bank, "SELECT digest, user_id, deleted_on, expires_on FROM deleted_ids")
-    assert len(rows) == 2 and all(r[1] is None and r[3] for r in rows)
+    assert len(rows) == 4 and all(r[1] is None and r[3] for r in rows)  # two ids, each with its replay key (none: #*)
     assert "Ann" not in repr(rows) and "run-" not in repr(rows)
     # A new message of the same name is a new start; the deleted ones stay retired for a while.
     bank.add_turn("Ann", "Hi, I'm new here.", "Welcome!", memory_id="lc:run-10")
@@ -109,7 +109,7 @@ def test_a_retry_after_the_user_was_deleted_does_not_create_them_again(make_bank
     bank.delete_user("Ann")  # the next deletion sweeps what expired
     assert [r[0] for r in _rows(bank, "SELECT expires_on FROM deleted_ids")] == [
         (later + dt.timedelta(days=RETIRED_USER_DAYS)).isoformat()
-    ] * 2
+    ] * 4
 
 
 def test_an_import_that_replaces_a_user_keeps_their_retired_ids(make_bank) -> None:  # type: ignore[no-untyped-def]
@@ -163,7 +163,7 @@ def test_the_sqlite_file_keeps_no_deleted_id_in_clear(tmp_path, clock) -> None: 
         data = f.read_bytes()
         assert b"zz-secret-id" not in data and b"Zelda" not in data, f.name
     db = sqlite3.connect(tmp_path / "s" / DB_FILENAME)
-    assert db.execute("SELECT COUNT(*) FROM deleted_ids").fetchone()[0] == 1
+    assert db.execute("SELECT COUNT(*) FROM deleted_ids").fetchone()[0] == 2  # the id and its replay key (none: #*)
     db.close()
 
 
