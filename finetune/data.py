@@ -66,8 +66,10 @@ def load_files(paths: Sequence[str | Path], system_prompt: str | None = None) ->
 def _records(path: Path, text: str) -> Iterator[tuple[int, Any]]:
     """``(line number, decoded record)`` for a JSON array, a single JSON object or JSON Lines."""
     stripped = text.lstrip()
-    if stripped.startswith("["):
-        yield from _array_items(path, text)
+    if stripped.startswith("[") and not (
+        path.suffix == ".jsonl" and _one_line_json(stripped.split("\n", 1)[0])
+    ):
+        yield from _array_items(path, text)  # (a .jsonl whose first line is a whole list: one dialog a line)
         return
     if path.suffix == ".json" and stripped.startswith("{"):
         try:
@@ -83,6 +85,16 @@ def _records(path: Path, text: str) -> Iterator[tuple[int, Any]]:
             yield number, json.loads(line)
         except json.JSONDecodeError as e:
             raise DataError(f"{path}:{number}: not valid JSON ({e.msg}, column {e.colno})") from e
+        except ValueError as e:  # a number too long to read
+            raise DataError(f"{path}:{number}: cannot read it ({e})") from e
+
+
+def _one_line_json(line: str) -> bool:
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
 
 
 def _array_items(path: Path, text: str) -> Iterator[tuple[int, Any]]:
@@ -110,6 +122,8 @@ def _array_items(path: Path, text: str) -> Iterator[tuple[int, Any]]:
             record, end = decoder.raw_decode(text, pos)
         except json.JSONDecodeError as e:
             raise DataError(f"{path}:{e.lineno}: not valid JSON ({e.msg}, column {e.colno})") from e
+        except ValueError as e:  # a number too long to read
+            raise DataError(f"{path}:{line}: cannot read it ({e})") from e
         yield line, record
         pos = skip(end)
         if pos < len(text) and text[pos] == ",":
@@ -123,7 +137,9 @@ def _text(value: Any, what: str, where: str) -> str:
         raise DataError(f"{where}: {what} must be a non-empty string, got {value!r:.60}")
     bad = next((i for i, c in enumerate(value) if "\ud800" <= c <= "\udfff"), None)
     if bad is not None:  # an unpaired \ud800 escape: not Unicode, the tokenizer fails on it
-        raise DataError(f"{where}: {what} has a lone surrogate at position {bad} (not valid Unicode); fix the text")
+        raise DataError(
+            f"{where}: {what} has a lone surrogate at position {bad} (not valid Unicode); fix the text"
+        )
     return value
 
 
@@ -148,6 +164,8 @@ def record_to_conversation(record: Any, where: str, system_prompt: str | None = 
             raise DataError(f"{where}: {e}") from None
         if conv.query is not None or not conv.turns:
             raise DataError(f"{where}: the last message must be an assistant reply to learn from")
+        if conv.system is not None:
+            _text(conv.system, "'system' message", where)
         for i, (query, reply) in enumerate(conv.turns):
             _text(query, f"user message of turn {i + 1}", where)
             _text(reply, f"assistant message of turn {i + 1}", where)

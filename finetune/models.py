@@ -56,13 +56,19 @@ def torch_dtype(name: str) -> Any:
     return getattr(torch, name)
 
 
+def _first_line(e: BaseException) -> str:
+    """An exception's message on one line (transformers' run over several)."""
+    text = " ".join(str(e).split())
+    return text or type(e).__name__
+
+
 def load_tokenizer(path: str, trust_remote_code: bool = False) -> Any:
     """The tokenizer at ``path``, with a pad token (EOS when it has none)."""
     transformers = require("transformers")
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(path, trust_remote_code=trust_remote_code)
-    except (OSError, ValueError) as e:
-        raise ModelLoadError(f"cannot load a tokenizer from {path!r}: {e}") from e
+    except (OSError, ValueError, TypeError, AttributeError) as e:  # TypeError: a config.json of no object
+        raise ModelLoadError(f"cannot load a tokenizer from {path!r}: {_first_line(e)}") from e
     if tokenizer.pad_token_id is None:
         if tokenizer.eos_token_id is None:
             raise ModelLoadError(f"the tokenizer of {path!r} has neither a pad nor an EOS token")
@@ -82,8 +88,8 @@ def load_causal_lm(path: str, dtype: str = "auto", trust_remote_code: bool = Fal
         model = cls.from_pretrained(
             path, dtype=torch_dtype(dtype), trust_remote_code=trust_remote_code, **kwargs
         )
-    except (OSError, ValueError) as e:
-        raise ModelLoadError(f"cannot load a causal language model from {path!r}: {e}") from e
+    except (OSError, ValueError, TypeError, AttributeError) as e:
+        raise ModelLoadError(f"cannot load a causal language model from {path!r}: {_first_line(e)}") from e
     logger.info("loaded %s (%s, %.1fM parameters)", path, type(model).__name__, model.num_parameters() / 1e6)
     return model
 

@@ -23,6 +23,7 @@ import dataclasses
 import json
 import logging
 import math
+import random
 import sys
 import time
 from collections.abc import Sequence
@@ -83,6 +84,8 @@ def prepare_data(config: SFTConfig, tokenizer: Any) -> PreparedData:
         times = collections.Counter(conversations)
         distinct, validation = split_train_validation(list(times), config.validation_split, config.seed)
         train = [c for c in distinct for _ in range(times[c])]
+        if len(train) > len(distinct):  # repeats spread, as the split's order spread the dialogs
+            random.Random(config.seed).shuffle(train)
     if config.max_train_samples:
         train = train[: config.max_train_samples]
     fmt = get_format(config.format)
@@ -284,7 +287,9 @@ def run_sft(config: SFTConfig) -> SFTResult:
     output_dir = Path(config.output_dir)
     resume = resolve_checkpoint(config.resume_from_checkpoint, output_dir)
     model_path = resolve_model_path(config.model_name_or_path)
-    check_output_dir(config, output_dir, model_path, resumed=resume is not None)
+    # Resuming unlocks only the folder that holds the checkpoint (another run's folder stays guarded).
+    resumed = resume is not None and Path(resume).resolve().parent == output_dir.resolve()
+    check_output_dir(config, output_dir, model_path, resumed=resumed)
     if resume is not None:
         check_resumable(config, Path(resume))
     tokenizer = load_tokenizer(model_path, config.trust_remote_code)
@@ -316,7 +321,7 @@ def run_sft(config: SFTConfig) -> SFTResult:
     }
     # Staged and moved into place: a kill while saving never leaves a half-written or mixed
     # adapter (weights of one run, metadata of another) where a chat would load it.
-    replace = config.overwrite_output_dir or resume is not None  # checked before training
+    replace = config.overwrite_output_dir or resumed  # checked before training
     save_model_dir(model, tokenizer, adapter_dir, ADAPTER_METADATA, metadata, replace=replace)
     if merged_dir is not None:
         model = model.merge_and_unload()

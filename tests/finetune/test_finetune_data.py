@@ -202,3 +202,23 @@ def test_a_dialog_given_twice_is_never_in_both_training_and_validation(tmp_path:
     bad.write_text('{"input": "hi", "output": "hello", "history": 0}\n', encoding="utf-8")
     with pytest.raises(DataError, match="'history' must be a list"):
         load_conversations(bad)
+
+
+def test_more_files_that_crashed_or_were_refused(tmp_path: Path) -> None:
+    """A .jsonl of one bare dialog list a line was read as one array and refused; a number too
+    long to read and a lone surrogate in a system message were tracebacks."""
+    from finetune.errors import DataError
+
+    lists = tmp_path / "lists.jsonl"
+    dialog = [{"role": "user", "content": "I can't sleep."}, {"role": "assistant", "content": "I'm here."}]
+    lists.write_text("\n".join(json.dumps(dialog) for _ in range(2)), encoding="utf-8")
+    assert len(load_conversations(lists)) == 2
+    big = tmp_path / "big.jsonl"
+    big.write_text('{"input": "hi", "output": "hello", "n": ' + "9" * 5000 + "}\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"big.jsonl:1: cannot read it"):
+        load_conversations(big)
+    system = tmp_path / "system.jsonl"
+    record = {"messages": [{"role": "system", "content": "be kind \ud800"}, *dialog]}
+    system.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match="lone surrogate"):
+        load_conversations(system)

@@ -235,3 +235,28 @@ def test_building_a_model_never_empties_a_folder_of_the_users(tmp_path: Path) ->
     with pytest.raises(FinetuneError, match="holds files this did not write"):
         build_tiny_model(folder)
     assert (folder / "thesis.txt").read_text() == "three years of work"
+
+
+def test_resuming_from_another_folder_does_not_unlock_this_one(run_a: SFTResult, tmp_path: Path) -> None:
+    """--resume_from_checkpoint with a checkpoint of another run turned the output folder's guard
+    off: a folder of the user's files was written over."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "important.txt").write_text("keep me")
+    config = load_config(SMOKE, {**STEPS, "output_dir": str(folder),
+                                 "resume_from_checkpoint": str(run_a.output_dir / "checkpoint-6")})  # fmt: skip
+    with pytest.raises(FinetuneError, match="already holds files"):
+        run_sft(config)
+    assert [p.name for p in folder.iterdir()] == ["important.txt"]
+
+
+def test_a_model_folder_whose_config_is_not_an_object_is_one_line(tmp_path: Path, tiny_model_dir: Path) -> None:
+    import shutil
+
+    from finetune.errors import ModelLoadError
+    from finetune.models import load_causal_lm
+
+    broken = shutil.copytree(tiny_model_dir, tmp_path / "broken")
+    (broken / "config.json").write_text("[1, 2]")
+    with pytest.raises(ModelLoadError, match="cannot load a causal language model"):
+        load_causal_lm(str(broken))

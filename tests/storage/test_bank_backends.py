@@ -181,10 +181,10 @@ def test_single_memory_operations_never_read_the_whole_history(make_bank) -> Non
 
     bank.reinforce("Ann", ["Ann_2023-01-03_4", "Ann_2023-02-07_1"], now="2023-03-01")
     assert spy.rows_read() == 2
-    bank.archive("Ann", ["Ann_2023-01-03_5", "Ann_2023-01-03_6"])
-    assert spy.rows_read() == 2
+    bank.archive("Ann", ["Ann_2023-01-03_5", "Ann_2023-01-03_6"])  # hidden: the day is re-indexed
+    assert spy.rows_read() <= 2 + day
     bank.restore("Ann", ["Ann_2023-01-03_5"])
-    assert spy.rows_read() == 1
+    assert spy.rows_read() <= 1 + day
     deleted = bank.delete_memory("Ann", "Ann_2023-01-04_3")  # a turn inside a day: its neighbours are relinked
     assert deleted.turn == 3 and spy.rows_read() <= 1 + day
     assert len(bank.history("Ann", date="2023-01-04")) == 9 and spy.rows_read() == 9

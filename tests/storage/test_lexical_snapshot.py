@@ -78,7 +78,7 @@ def test_turns_added_after_the_snapshot_and_forgotten_ones_are_reconciled(make_b
     _ranks(bank)  # persists the snapshot
     bank.add_turn("Ann", "Anna and I went hiking again!", "Great.", at="2023-05-20T10:00")
     victims = [m.memory_id for m in bank.history("Ann")[:5]]
-    bank.archive("Ann", victims)  # forgotten: the snapshot stays (the texts are still stored)
+    bank.archive("Ann", victims, hidden=False)  # forgotten: the snapshot stays (the texts are still stored)
     assert _stored(bank) is not None
     from_snapshot = make_bank()
     scratch = make_bank()
