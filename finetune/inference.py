@@ -195,7 +195,6 @@ def stream_generate(
         raise FinetuneError(f"generation failed: {failure[0]}") from failure[0]
 
 
-
 def _adapter_meta(adapter_path: str | Path | None) -> dict[str, Any]:
     """The adapter's ``finetune.json`` (what it was trained from and how), ``{}`` without one;
     an adapter folder that is not there, or metadata that is not a JSON object, is a clear error."""
@@ -203,7 +202,18 @@ def _adapter_meta(adapter_path: str | Path | None) -> dict[str, Any]:
         return {}
     folder = Path(adapter_path).expanduser()
     if not folder.is_dir():
-        raise ModelLoadError(f"adapter folder {str(folder)!r} not found; give the folder finetune wrote")
+        # A save killed between its two renames leaves complete copies beside it (.adapter-*).
+        left = sorted(
+            str(p) for p in folder.parent.glob(f".{folder.name}-*") if (p / "adapter_config.json").is_file()
+        )
+        hint = (
+            f" (an interrupted save left {', '.join(left)}: rename the newest to {folder.name})"
+            if left
+            else ""
+        )
+        raise ModelLoadError(
+            f"adapter folder {str(folder)!r} not found; give the folder finetune wrote{hint}"
+        )
     file = folder / "finetune.json"
     if not file.is_file():
         return {}

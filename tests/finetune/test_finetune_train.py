@@ -260,3 +260,13 @@ def test_a_model_folder_whose_config_is_not_an_object_is_one_line(tmp_path: Path
     (broken / "config.json").write_text("[1, 2]")
     with pytest.raises(ModelLoadError, match="cannot load a causal language model"):
         load_causal_lm(str(broken))
+
+
+def test_a_save_killed_between_its_renames_is_said_where_the_copies_are(run_a: SFTResult, tmp_path: Path) -> None:
+    import shutil
+
+    from finetune.errors import ModelLoadError
+
+    shutil.copytree(run_a.adapter_dir, tmp_path / ".adapter-k2j3")  # the new copy, never moved in
+    with pytest.raises(ModelLoadError, match=r"interrupted save left .*\.adapter-k2j3: rename the newest to adapter"):
+        ChatModel.load(None, tmp_path / "adapter")
