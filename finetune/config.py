@@ -23,6 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from finetune.errors import ConfigError, FormatError
+from finetune.files import read_user_text
 from finetune.formats import get_format
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -236,16 +237,9 @@ def load_config(path: str | Path | None, overrides: Mapping[str, Any] | Sequence
     source = "(command line)"
     if path is not None:
         source = str(path)
+        text = read_user_text(Path(path), "config file", ConfigError)
         try:
-            loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"config file not found: {path}") from None
-        except IsADirectoryError:
-            raise ConfigError(f"{path} is a folder; give the config file (.yaml)") from None
-        except UnicodeDecodeError as e:
-            raise ConfigError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
-        except OSError as e:
-            raise ConfigError(f"{path}: cannot read it ({e.strerror or e})") from e
+            loaded = yaml.safe_load(text)
         except yaml.YAMLError as e:
             raise ConfigError(f"{path}: not valid YAML: {' '.join(str(e).split())}") from e
         if loaded is not None and not isinstance(loaded, dict):

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from finetune.errors import DataError, FormatError
+from finetune.files import read_user_text
 from finetune.formats import IGNORE_INDEX, Conversation, PromptFormat, Supervise, encode_conversation
 
 logger = logging.getLogger(__name__)
@@ -32,16 +33,7 @@ logger = logging.getLogger(__name__)
 def load_conversations(path: str | Path, system_prompt: str | None = None) -> list[Conversation]:
     """Read every record of a ``.json`` or ``.jsonl`` file as a training :class:`Conversation`."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")  # a BOM (Notepad, Excel "UTF-8") is not text
-    except FileNotFoundError:
-        raise DataError(f"{path}: data file not found") from None
-    except IsADirectoryError:
-        raise DataError(f"{path} is a folder; give the data file (.json or .jsonl)") from None
-    except UnicodeDecodeError as e:
-        raise DataError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from e
-    except OSError as e:
-        raise DataError(f"{path}: cannot read it ({e.strerror or e})") from e
+    text = read_user_text(path, "data file", DataError)
     try:
         conversations = [
             record_to_conversation(record, f"{path}:{line}", system_prompt)
