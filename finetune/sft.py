@@ -264,16 +264,28 @@ def check_resumable(config: SFTConfig, checkpoint: Path) -> None:
         )
 
 
+#: Beyond this a trained LoRA weight is divergence, not learning (they stay near 1 or below; a
+#: learning rate of 1e30 gave 1.7e30 and a model whose every reply was empty).
+MAX_ADAPTER_WEIGHT = 1e4
+
+
 def check_finite(model: Any, train_loss: float | None) -> None:
     """Refuse to save an adapter whose training diverged: NaN or infinite weights or loss."""
     torch = require("torch")
     if train_loss is not None and not math.isfinite(train_loss):
         raise FinetuneError(f"the training loss is {train_loss}; lower learning_rate (nothing was saved)")
     for name, p in model.named_parameters():
-        if p.requires_grad and not bool(torch.isfinite(p).all()):
+        if not p.requires_grad:
+            continue
+        if not bool(torch.isfinite(p).all()):
             raise FinetuneError(
                 f"the adapter's weight {name} is not finite (the training diverged); lower learning_rate "
                 "(nothing was saved)"
+            )
+        if float(p.detach().abs().max()) > MAX_ADAPTER_WEIGHT:  # finite, but the model says nothing
+            raise FinetuneError(
+                f"the adapter's weight {name} reached {float(p.detach().abs().max()):.3g} (the training "
+                "diverged); lower learning_rate (nothing was saved)"
             )
 
 

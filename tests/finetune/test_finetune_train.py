@@ -190,6 +190,10 @@ def test_a_diverged_training_is_not_saved(tiny_model_dir: Path) -> None:
         check_finite(model, 2.5)
     with pytest.raises(FinetuneError, match="training loss is nan"):
         check_finite(model, float("nan"))
+    fresh = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    next(iter(fresh.parameters())).data.fill_(1.7e30)  # finite, and meaningless
+    with pytest.raises(FinetuneError, match=r"reached 1\.7e\+30"):
+        check_finite(fresh, 6.93)
 
 
 def test_a_save_that_fails_midway_leaves_the_previous_adapter_whole(run_a: SFTResult, tmp_path: Path) -> None:
