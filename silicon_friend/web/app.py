@@ -61,6 +61,9 @@ logger = logging.getLogger(__name__)
 
 #: How often a page following a reply looks for what moved (seconds): 20 frames a second at most.
 FOLLOW_SECONDS = 0.05
+#: What "Forget me" leaves as the browser's kept name: the browser keeps only a value that is not
+#: empty (an empty one left the forgotten name there), and a page load reads a blank as none.
+FORGOTTEN = " "
 #: The store setting that holds the key of the browser's kept name (see ``WebApp._name_secret``).
 NAME_SECRET = "web_name_secret"
 
@@ -549,7 +552,7 @@ class WebApp:
             self._warn(job.refused, request)
         if job.ended or job.refused is not None:  # the message goes back into the box
             tab.refused(text)  # sending it again at once is not a double click
-            back = tab.hand_back(message) if isinstance(message, str) else message
+            back = tab.hand_back(message, job.ticket) if isinstance(message, str) else message
             yield self._render_tab(request), gr.update() if message is None else back
             return
         t = self._t(request)
@@ -874,13 +877,15 @@ class WebApp:
             False,
             gr.update(value="", visible=False),
             "",
-            "",  # the name this browser kept
+            FORGOTTEN,  # the name this browser kept: none (Gradio never stores an empty value)
         )
 
     def _name_secret(self) -> str | None:
-        """The key the browser's kept name is encrypted with, kept in the store's settings: made
-        anew at each start, it lost every "Remember Me" at every restart of the app. ``None``
-        (a key for this run only) where the store cannot be written."""
+        """The key the browser's kept name is encoded with, kept in the store's settings: made
+        anew at each start, it lost every "Remember Me" at every restart of the app. Gradio gives
+        it to every page it serves (it encodes in the page), so it hides the name from a glance
+        at the browser's storage only. ``None`` (a key for this run only) where the store cannot
+        be written."""
         try:
             self.engine.bank.storage.set_meta({NAME_SECRET: secrets.token_hex(32)})  # kept if there
             return self.engine.bank.storage.meta().get(NAME_SECRET)

@@ -81,6 +81,8 @@ class ReplyJob:
     #: This reply's Stop: set from when its turn comes (preparing, waiting for the model) to
     #: its end, never cleared (see :meth:`WebSession.stop_current`).
     cancel: threading.Event = dataclasses.field(default_factory=threading.Event)
+    #: Its place in the tab's line (the order its message was sent in).
+    ticket: int = 0
 
 
 @dataclasses.dataclass
@@ -97,7 +99,7 @@ class WebSession:
     #: The last message sent from this tab and when (``time.monotonic``), see :meth:`repeated`.
     _last_sent: tuple[str, float] | None = None
     #: Messages refused since the last one went into the line (see :meth:`hand_back`).
-    _handed_back: list[str] = dataclasses.field(default_factory=list)
+    _handed_back: list[tuple[int, str]] = dataclasses.field(default_factory=list)
     _next: int = 0
     _serving: int = 0
     _changes: int = 0  # bumped whenever a reply of this tab moves on (see changes)
@@ -130,12 +132,13 @@ class WebSession:
             if self._last_sent is not None and self._last_sent[0] == message:
                 self._last_sent = None
 
-    def hand_back(self, message: str) -> str:
-        """What goes back into the box for a refused ``message``: it, after the messages refused
-        just before it (two waiting messages refused at once each set the box: the first was lost)."""
+    def hand_back(self, message: str, ticket: int = 0) -> str:
+        """What goes back into the box for a refused ``message`` (sent ``ticket``-th): it, with the
+        messages refused just before it, in the order they were sent (two waiting messages
+        refused at once each set the box: the first was lost)."""
         with self._cond:
-            self._handed_back.append(message)
-            return "\n\n".join(self._handed_back)
+            self._handed_back.append((ticket, message))
+            return "\n\n".join(text for _, text in sorted(self._handed_back))
 
     def enqueue(self, message: str, *, shown: bool = True) -> int:
         """Put ``message`` in line (shown as queued unless ``shown`` is False); returns its
@@ -176,7 +179,7 @@ class WebSession:
         except LineFullError:
             pool.leave()
             raise
-        job = ReplyJob()
+        job = ReplyJob(ticket=ticket)
         preparing = (message, *conversation) if conversation is not None else None
 
         def work() -> None:

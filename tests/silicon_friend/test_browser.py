@@ -365,3 +365,28 @@ def test_the_run_history_an_earlier_version_left_is_deleted(browser, served) -> 
     page.wait_for_function("() => localStorage.getItem('gradio:run-history:v2:earlier') === null", timeout=10_000)
     assert "4321" not in page.evaluate("() => JSON.stringify(localStorage)")
     page.close()
+
+
+def test_forget_me_leaves_no_name_in_the_browser(browser, served) -> None:  # type: ignore[no-untyped-def]
+    """Forget me set the kept name to "", which the browser never stores: the name stayed and came
+    back on the next load."""
+    url, engine = served("en")
+    page = browser.new_page()
+    page.goto(url, wait_until="load")
+    page.locator("#sf-name textarea, #sf-name input").first.fill("Forgetful")
+    page.get_by_role("button", name="Remember Me", exact=True).click()
+    page.wait_for_function("() => document.querySelector('#sf-status').innerText.includes('Forgetful')")
+    kept = "() => localStorage.getItem('siliconfriend-name')"
+    page.wait_for_function(f"() => ({kept})() !== null")
+    remembered = page.evaluate(kept)  # the name, encoded
+    page.get_by_role("tab", name=ui_texts("en").memories_tab).click()
+    page.locator("#sf-forget-confirm input").check()
+    page.locator("#sf-forget").click()
+    page.wait_for_function("() => document.querySelector('#sf-status').innerText.includes('deleted')", timeout=15_000)
+    page.wait_for_function(f"old => ({kept})() !== old", arg=remembered, timeout=10_000)  # written over
+    page.reload(wait_until="load")
+    page.wait_for_selector("#sf-name textarea, #sf-name input", timeout=30_000)
+    page.wait_for_timeout(1500)  # the kept name, if any, is put back after the load
+    assert page.locator("#sf-name textarea, #sf-name input").first.input_value() == ""
+    assert "Forgetful" not in page.locator("#sf-status").inner_text() and not engine.bank.has_user("Forgetful")
+    page.close()

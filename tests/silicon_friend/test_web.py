@@ -189,6 +189,8 @@ def test_memory_tab_delete_export_and_forget_me(engine) -> None:  # type: ignore
     assert engine.bank.has_user("Emily")
     out = app.forget_me("Emily", True, ANON)
     assert "were deleted" in out[0] and not engine.bank.has_user("Emily") and session_of(app).turns == []
+    assert out[-1] and not out[-1].strip()  # the kept name is overwritten (an empty value is never stored)
+    assert "Emily" not in str(app.on_load(out[-1], ANON))
     assert app.downloads.get(token, None) is None
     with pytest.warns(UserWarning, match="no deletion to undo"):  # the undo list went with the user
         app.memory_tab.handlers()["undo"]("Emily", "", *FORM, ANON)
@@ -448,7 +450,7 @@ def test_a_double_click_window_does_not_slide_and_refused_messages_all_come_back
     assert tab.repeated("ok", within=0.3)  # a double click
     time.sleep(0.15)
     assert not tab.repeated("ok", within=0.3)  # 0.35 s after the one sent: a new message
-    assert tab.hand_back("first") == "first"
-    assert tab.hand_back("second") == "first\n\nsecond"  # two waiting messages refused at once
+    assert tab.hand_back("second", 2) == "second"
+    assert tab.hand_back("first", 1) == "first\n\nsecond"  # refused at once: in the order sent
     tab.enqueue("third")
     assert tab.hand_back("fourth") == "fourth"
