@@ -216,6 +216,20 @@ def clean_text(text: str) -> str:
     return _CONTROL.sub("", text)
 
 
+#: Chat model classes that end every reply with a finish reason ("stop", "length", ...): the
+#: OpenAI-compatible client and the in-process llama.cpp model.
+_REPORTS_FINISH = frozenset({"BaseChatOpenAI", "ChatLlamaCpp"})
+
+
+def reports_finish(model: Any) -> bool:
+    """Whether ``model`` ends every streamed reply with a finish reason (a stream without one was
+    cut off). A model class can say so itself with a ``reports_finish_reason`` attribute."""
+    said = getattr(model, "reports_finish_reason", None)
+    if isinstance(said, bool):
+        return said
+    return any(cls.__name__ in _REPORTS_FINISH for cls in type(model).__mro__)
+
+
 def stream_text(
     model: BaseChatModel,
     messages: Sequence[Mapping[str, str]],
@@ -232,12 +246,16 @@ def stream_text(
 
     Stops quietly when ``cancel`` is set. Raises :class:`ModelTimeoutError` when no first piece
     comes within ``first_token_timeout`` seconds (this includes waiting for a busy local model) or
-    no next piece within ``idle_timeout``; raises :class:`ModelError` when the model raises.
+    no next piece within ``idle_timeout``; raises :class:`ModelError` when the model raises, or
+    when a model that ends every reply with a finish reason (:func:`reports_finish`) ends a
+    stream without one: a server or proxy that closed the connection mid-reply, whose words
+    would otherwise be kept as the whole reply.
     """
     lc_messages = to_langchain(messages)
     kwargs = dict(params or {})
     events: queue.Queue[tuple[str, Any]] = queue.Queue()
     halt = threading.Event()
+    finished: dict[str, Any] = meta if meta is not None else {}
 
     def work() -> None:
         try:
@@ -245,8 +263,8 @@ def stream_text(
             try:
                 for chunk in stream:
                     finish = (getattr(chunk, "response_metadata", None) or {}).get("finish_reason")
-                    if finish and meta is not None:
-                        meta["finish_reason"] = finish
+                    if finish:
+                        finished["finish_reason"] = finish
                     text = clean_text(chunk_text(chunk))
                     if text:
                         events.put(("text", text))
@@ -285,6 +303,8 @@ def stream_text(
                 got_text = True
                 yield value
             elif kind == "done":
+                if got_text and "finish_reason" not in finished and reports_finish(model):
+                    raise ModelError(reason("cut_off"))
                 return
             elif not got_text and isinstance(value, ValueError) and "No generation chunks" in str(value):
                 return  # LangChain's word for a stream that produced nothing: an empty reply

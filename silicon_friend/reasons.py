@@ -26,6 +26,10 @@ REASONS: dict[str, tuple[str, str]] = {
         "模型在 {seconds} 秒内没有继续回复（可能正忙或卡住了）",
     ),
     "failed": ("the model failed: {detail}", "模型出错：{detail}"),
+    "cut_off": (
+        "the model's reply ended before it was finished (the connection closed early); try again",
+        "模型的回复没有说完就中断了（连接提前关闭），请重试",
+    ),
     "empty": ("the model returned an empty reply", "模型返回了空回复"),
     "stopped": ("the reply was stopped before the model said anything", "回复在模型开口之前就被停止了"),
     "reply_not_stored": ("the reply could not be stored: {detail}", "回复无法保存：{detail}"),

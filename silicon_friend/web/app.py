@@ -61,6 +61,8 @@ logger = logging.getLogger(__name__)
 
 #: How often a page following a reply looks for what moved (seconds): 20 frames a second at most.
 FOLLOW_SECONDS = 0.05
+#: How often a page asks whether its user was deleted elsewhere (see ``WebApp.ended_tick``).
+ENDED_POLL_SECONDS = 3.0
 #: What "Forget me" leaves as the browser's kept name: the browser keeps only a value that is not
 #: empty (an empty one left the forgotten name there), and a page load reads a blank as none.
 FORGOTTEN = " "
@@ -162,7 +164,23 @@ class WebApp:
     js_send = """(...values) => {
       const box = document.querySelector("#sf-message textarea");
       if (box) { box.value = ""; box.dispatchEvent(new Event("input", {bubbles: true})); }
+      window.sfHandedBack = "";
       return values;
+    }"""
+
+    #: Run in the page when messages come back into the box (refused, or their conversation
+    #: ended while they waited): ``back`` is every message refused since the last one sent, in
+    #: the order sent, and ``draft`` what the box holds now. What the user typed meanwhile is kept
+    #: after them (it had been written over); the messages given back before are replaced, not
+    #: repeated. ``back`` is then cleared, so the same words given back again are seen again.
+    js_hand_back = """(back, draft) => {
+      if (!back) return [draft, ""];
+      let rest = draft || "";
+      const before = window.sfHandedBack || "";
+      if (before && rest.startsWith(before)) rest = rest.slice(before.length);
+      window.sfHandedBack = back;
+      rest = rest.replace(/^\\s+/, "");
+      return [rest ? back + "\\n\\n" + rest : back, ""];
     }"""
 
     def __init__(self, engine: SiliconFriend, *, auth: bool = False, concurrency: int = 4) -> None:
@@ -818,6 +836,21 @@ class WebApp:
         status = self.engine.summary_status(session.user) if session is not None else None
         return (*drawn, gr.Timer(active=status is not None and status.active))
 
+    def ended_tick(self, request: gr.Request) -> tuple[Any, ...]:
+        """The watch on "Forget me" pressed elsewhere (another tab, another browser): once the
+        tab's user is deleted, its page stops showing the deleted conversation, memories and
+        summaries (they stayed on screen until the tab did something). Outputs: (state line,
+        chat, the memory tab's outputs, export link, summary)."""
+        keep = (gr.update(),) * (4 + len(self.memory_tab.outputs))
+        tab = self._tab(request)
+        session = tab.session
+        if session is None or not session.ended or tab.ended_drawn is session:
+            return keep
+        tab.ended_drawn = session
+        t = self._t(request)
+        status = t.forgot.replace("{user}", literal_markdown(session.user.strip()))
+        return (status, [], *self.memory_tab.cleared(t), gr.update(value="", visible=False), "")
+
     # -- memory handlers (the rest of the tab is silicon_friend.web.memory_tab) ------------------
     def export(self, name: str, request: gr.Request) -> Any:
         """A download link to the user's memory file, valid for a few minutes and only for them."""
@@ -960,6 +993,8 @@ class WebApp:
                         stop = tr.add(
                             gr.Button(t.stop, variant="stop", scale=1, elem_id="sf-stop"), value="stop"
                         )
+                    # Messages given back to the box go through this, so the page can keep a draft.
+                    handed = gr.Textbox(visible=False, elem_id="sf-handed")
                     with gr.Row():
                         new = tr.add(
                             gr.Button(t.new_conversation, elem_id="sf-new"), value="new_conversation"
@@ -1024,11 +1059,14 @@ class WebApp:
                 [send.click, message.submit],
                 self.send,
                 [message, name, *sliders],
-                [chatbot, message],
+                [chatbot, handed],
                 trigger_mode="multiple",  # a message sent while a reply streams waits its turn
                 show_progress="minimal",
                 js=self.js_send,
                 **chat_limit,
+            )
+            handed.change(
+                None, [handed, message], [message, handed], js=self.js_hand_back, queue=False, **quiet
             )
             stop.click(self.stop, None, None, queue=False)
             gr.on([new.click, chatbot.clear], self.new_conversation, None, [chatbot])
@@ -1045,6 +1083,15 @@ class WebApp:
                 [summary, self.memory_tab.knows, self.memory_tab.state, timer],
                 show_progress="hidden",
                 concurrency_limit=None,
+            )
+            # "Forget me" elsewhere: this page stops showing what was deleted (a cheap check per tick)
+            gr.Timer(ENDED_POLL_SECONDS).tick(
+                self.ended_tick,
+                None,
+                [status, chatbot, *memory_outputs, export_link, summary],
+                show_progress="hidden",
+                concurrency_limit=None,
+                queue=False,
             )
             export.click(self.export, [name], [export_link], **quiet)
             forget.click(

@@ -96,6 +96,8 @@ class WebSession:
     temporary: bool = False  # temporary chat switched on in this tab
     #: (user, state version, language) of the background-summary state this tab shows
     summary_seen: tuple[str, int, str] | None = None
+    #: The conversation whose deletion ("Forget me" in another tab) this tab's page has drawn.
+    ended_drawn: Session | None = None
     #: The last message sent from this tab and when (``time.monotonic``), see :meth:`repeated`.
     _last_sent: tuple[str, float] | None = None
     #: Messages refused since the last one went into the line (see :meth:`hand_back`).

@@ -390,3 +390,37 @@ def test_forget_me_leaves_no_name_in_the_browser(browser, served) -> None:  # ty
     assert page.locator("#sf-name textarea, #sf-name input").first.input_value() == ""
     assert "Forgetful" not in page.locator("#sf-status").inner_text() and not engine.bank.has_user("Forgetful")
     page.close()
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_forget_me_clears_the_users_other_open_pages(browser, served, language) -> None:  # type: ignore[no-untyped-def]
+    """"Forget me" in one browser: the user's page open in another browser stops showing the
+    deleted conversation and memories by itself (it showed them until it did something)."""
+    t = ui_texts(language)
+    name, secret = ("Nora", "my secret diary entry") if language == "en" else ("小红", "我的秘密日记")
+    url, engine = served(language)
+    pages = []
+    for _ in range(2):
+        page = browser.new_context().new_page()
+        page.goto(url, wait_until="load")
+        page.locator("#sf-name textarea, #sf-name input").first.fill(name)
+        page.get_by_role("button", name=t.remember, exact=True).click()
+        page.wait_for_function("n => document.querySelector('#sf-status').innerText.includes(n)", arg=name)
+        pages.append(page)
+    other, page = pages
+    other.locator("#sf-message textarea").fill(secret)
+    other.locator("#sf-message textarea").press("Enter")
+    other.wait_for_function("s => document.querySelector('#sf-chatbot').innerText.includes(s)", arg=secret)
+    other.get_by_role("tab", name=t.memories_tab).click()
+    other.wait_for_function("s => document.body.innerText.includes(s)", arg=secret, timeout=20_000)
+    page.get_by_role("tab", name=t.memories_tab).click()
+    page.locator("#sf-forget-confirm input").check()
+    page.locator("#sf-forget").click()
+    wait_until(lambda: not engine.bank.has_user(name), 15, "the user to be deleted")
+    other.wait_for_function(  # by itself, within a few seconds
+        "s => !document.body.innerText.includes(s)", arg=secret, timeout=15_000
+    )
+    gone = t.forgot.replace("{user}", name).replace("*", "")
+    other.wait_for_function("g => document.querySelector('#sf-status').innerText.includes(g)", arg=gone)
+    for p in pages:
+        p.context.close()

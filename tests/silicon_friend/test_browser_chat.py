@@ -188,6 +188,46 @@ def test_the_next_message_typed_while_the_server_is_slow_is_neither_wiped_nor_lo
     page.close()
 
 
+def test_a_message_given_back_later_keeps_what_was_typed_meanwhile(browser, served, monkeypatch) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    """A waiting message refused at its turn comes back into the box, and the next message the
+    user was typing meanwhile stays after it (the box was written over: the draft was lost); the
+    same words refused again come back again."""
+    from memory_bank.errors import StoreError
+    from silicon_friend.engine import SiliconFriend
+
+    real = SiliconFriend.stream
+
+    def stream(self, session, message, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if message.startswith("refuse me"):
+            import time
+
+            time.sleep(1.5)  # the user types meanwhile
+            raise StoreError("the store refused the turn")
+        return real(self, session, message, *args, **kwargs)
+
+    monkeypatch.setattr(SiliconFriend, "stream", stream)
+    url, engine = served("en")
+    page = open_as(browser, url, "Emily", "en")
+    box = page.locator("#sf-message textarea")
+    say(page, "refuse me, please")
+    page.wait_for_function("() => document.querySelector('#sf-message textarea').value === ''", timeout=1500)
+    box.fill("my next thought")  # typed while the first waits for its turn
+    page.wait_for_function(
+        "() => document.querySelector('#sf-message textarea').value.includes('refuse me')", timeout=15_000
+    )
+    assert box.input_value() == "refuse me, please\n\nmy next thought"
+    box.fill("refuse me, please")  # the same words, refused again: back again
+    box.press("Enter")
+    page.wait_for_function("() => document.querySelector('#sf-message textarea').value === ''", timeout=1500)
+    page.wait_for_function(
+        "() => document.querySelector('#sf-message textarea').value === 'refuse me, please'", timeout=15_000
+    )
+    say(page, "a fine message")
+    wait_chat(page, "Echo: a fine message")
+    assert [m.query for m in engine.bank.history("Emily")] == ["a fine message"]
+    page.close()
+
+
 def test_stop_is_calm_and_a_message_sent_while_streaming_is_answered(browser, served) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
     t = ui_texts("en")
     words = " ".join(f"w{i}" for i in range(60))

@@ -11,7 +11,8 @@ from memory_bank import MemoryKind
 from memory_bank.errors import InvalidInputError
 from silicon_friend.engine import ChatSettings, Session, SiliconFriend
 from silicon_friend.errors import PromptTooLongError, SiliconFriendError
-from silicon_friend.models import call_params
+from silicon_friend.models import call_params, reports_finish
+from silicon_friend.reasons import reason
 from tests.silicon_friend.fakes import EchoChatModel
 
 
@@ -391,6 +392,41 @@ def test_a_reply_cut_at_its_token_cap_ends_at_its_last_full_sentence(make_engine
     turn = engine.reply(engine.start("Emily"), "I am stressed")
     assert turn.response == "I hear you. Exams are hard!"
     assert end_at_sentence("还好。我们一起想办法") == "还好。" and end_at_sentence("no end") == "no end"
+
+
+@pytest.mark.parametrize("finish", [None, "stop"])
+def test_a_stream_cut_off_before_its_finish_reason_is_a_failure_not_a_whole_reply(make_engine, finish) -> None:  # type: ignore[no-untyped-def]
+    """An OpenAI-compatible server (or a proxy) that closes the stream mid-reply, without the
+    finish reason every reply of it ends with: the half-sentence is not kept as the whole reply.
+    The user's message is stored, and the failure says to try again."""
+    from langchain_core.messages import AIMessageChunk
+    from langchain_core.outputs import ChatGenerationChunk
+
+    class ServerModel(EchoChatModel):
+        reports_finish_reason: bool = True
+
+        def _stream(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
+            for word in ["I hear you.", " Exams are hard, and what you", " said about"]:
+                yield ChatGenerationChunk(message=AIMessageChunk(content=word))
+            if finish is not None:
+                yield ChatGenerationChunk(message=AIMessageChunk(content="", response_metadata={"finish_reason": finish}))
+
+    engine = make_engine(ServerModel())
+    turn = engine.reply(engine.start("Emily"), "I am stressed")
+    stored = engine.bank.history("Emily")
+    assert [m.query for m in stored] == ["I am stressed"]  # the message is never lost
+    if finish is None:
+        assert turn.error == reason("cut_off") and turn.response == "" and stored[0].response == ""
+    else:
+        assert turn.error is None and stored[0].response == turn.response.strip() != ""
+    assert reports_finish(ServerModel()) and not reports_finish(EchoChatModel())
+
+
+def test_the_openai_client_and_llamacpp_are_known_to_end_replies_with_a_finish_reason() -> None:
+    pytest.importorskip("langchain_openai")
+    from memory_bank.llm import build_chat_model
+
+    assert reports_finish(build_chat_model("openai:m@http://127.0.0.1:9/v1"))
 
 
 def test_small_models_are_asked_for_a_short_reply_under_a_reply_cap(make_engine, echo) -> None:  # type: ignore[no-untyped-def]
