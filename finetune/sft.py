@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import importlib.util
 import json
 import logging
 import math
@@ -39,7 +40,7 @@ from finetune.data import (
     split_train_validation,
     tokenize_conversations,
 )
-from finetune.errors import FinetuneError
+from finetune.errors import ConfigError, FinetuneError
 from finetune.formats import Conversation, Supervise, get_format
 from finetune.models import load_causal_lm, load_tokenizer, require, resolve_model_path
 from finetune.runinfo import git_commit, machine, package_versions, peak_memory_mb, write_json
@@ -155,6 +156,31 @@ def training_arguments(config: SFTConfig, has_validation: bool) -> Any:
         **warmup,
         **precision_flags(config.precision),
     )
+
+
+def check_training_settings(config: SFTConfig) -> None:
+    """Refuse, before anything is loaded, the settings the trainer would refuse only after the
+    data were read and the model loaded (minutes on a large model), with a traceback: a learning
+    rate schedule it does not know, a precision this machine cannot train in, a report
+    destination whose package is not installed."""
+    torch = require("torch")
+    if config.precision in ("bf16", "fp16") and not torch.cuda.is_available():
+        raise ConfigError(
+            f"precision {config.precision!r} needs a GPU, and none is available here: "
+            "set precision: auto (or fp32) to train on the CPU"
+        )
+    if config.precision == "bf16" and not torch.cuda.is_bf16_supported():
+        raise ConfigError("this GPU cannot train in bf16: set precision: auto, fp16 or fp32")
+    for name in config.report_to:
+        if name not in ("none", "all") and importlib.util.find_spec(name) is None:
+            raise ConfigError(
+                f"report_to names {name!r}, whose package is not installed: pip install {name}, "
+                "or leave it out of report_to"
+            )
+    try:
+        training_arguments(config, has_validation=True)
+    except ValueError as e:  # e.g. "cosin is not a valid SchedulerType, please select one of [...]"
+        raise ConfigError(f"the training settings are refused: {e}") from None
 
 
 def build_peft_model(config: SFTConfig, model_path: str) -> Any:
@@ -304,6 +330,7 @@ def run_sft(config: SFTConfig) -> SFTResult:
     check_output_dir(config, output_dir, model_path, resumed=resumed)
     if resume is not None:
         check_resumable(config, Path(resume))
+    check_training_settings(config)
     tokenizer = load_tokenizer(model_path, config.trust_remote_code)
     data = prepare_data(config, tokenizer)
     model = build_peft_model(config, model_path)

@@ -274,3 +274,34 @@ def test_a_save_killed_between_its_renames_is_said_where_the_copies_are(run_a: S
     shutil.copytree(run_a.adapter_dir, tmp_path / ".adapter-k2j3")  # the new copy, never moved in
     with pytest.raises(ModelLoadError, match=r"interrupted save left .*\.adapter-k2j3: rename the newest to adapter"):
         ChatModel.load(None, tmp_path / "adapter")
+
+
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ({"lr_scheduler_type": "cosin"}, "cosin is not a valid"),
+        ({"report_to": "no_such_tracker_pkg"}, "pip install no_such_tracker_pkg"),
+        ({"precision": "bf16"}, "precision 'bf16' needs a GPU"),
+    ],
+)
+def test_settings_the_trainer_refuses_are_refused_before_the_model_loads(
+    tmp_path: Path, tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch, setting: dict[str, Any], said: str
+) -> None:
+    """A schedule typo, a tracker not installed, bf16 without a GPU: one line before anything is
+    loaded (they were a traceback after the data were read and the model loaded)."""
+    import torch
+
+    import finetune.sft as sft
+
+    if setting.get("precision") and torch.cuda.is_available():
+        pytest.skip("a GPU is here: bf16 may train")
+
+    def never(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("the model was loaded before the settings were checked")
+
+    monkeypatch.setattr(sft, "load_tokenizer", never)
+    config = load_config(SMOKE, {**STEPS, "output_dir": str(tmp_path / "out"), "model_name_or_path": str(tiny_model_dir), **setting})
+    with pytest.raises(FinetuneError, match=said):
+        run_sft(config)
+    assert main(["--config", str(SMOKE), "--output_dir", str(tmp_path / "cli"), "--model_name_or_path", str(tiny_model_dir),
+                 *(f"--{k}={v}" for k, v in setting.items())]) == 2  # fmt: skip
