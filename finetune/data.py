@@ -35,9 +35,16 @@ def load_conversations(path: str | Path, system_prompt: str | None = None) -> li
     path = Path(path)
     text = read_user_text(path, "data file", DataError)
     try:
+        records = list(_records(path, text))
+        if (
+            path.suffix != ".jsonl"
+            and text.lstrip().startswith("[")
+            and records
+            and all(isinstance(r, dict) and "role" in r for _, r in records)
+        ):  # the array is one dialog, a bare list of messages (not records of one message each)
+            records = [(records[0][0], [r for _, r in records])]
         conversations = [
-            record_to_conversation(record, f"{path}:{line}", system_prompt)
-            for line, record in _records(path, text)
+            record_to_conversation(record, f"{path}:{line}", system_prompt) for line, record in records
         ]
     except RecursionError:
         raise DataError(f"{path}: JSON nested too deeply to read; records are flat objects") from None

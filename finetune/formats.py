@@ -112,7 +112,17 @@ def message_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, Sequence):
-        texts = [p.get("text", "") if isinstance(p, Mapping) else str(p) for p in content]
+        texts = []
+        for i, part in enumerate(content):
+            text = (
+                part.get("text") if isinstance(part, Mapping) and part.get("type", "text") == "text" else part
+            )
+            if not isinstance(text, str):  # a number, an image part: not text to train on
+                raise FormatError(
+                    f'message content part {i} must be a string or {{"type": "text", "text": ...}}, '
+                    f"got {part!r:.80}"
+                )
+            texts.append(text)
         return "\n".join(t for t in texts if t)
     raise FormatError(
         f"message content must be a string or a list of text parts, got {type(content).__name__}"

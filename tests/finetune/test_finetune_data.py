@@ -222,3 +222,21 @@ def test_more_files_that_crashed_or_were_refused(tmp_path: Path) -> None:
     system.write_text(json.dumps(record) + "\n", encoding="utf-8")
     with pytest.raises(DataError, match="lone surrogate"):
         load_conversations(system)
+
+
+def test_a_json_file_of_one_bare_dialog_is_one_dialog(tmp_path: Path) -> None:
+    """A .json file holding one dialog as a bare list of messages was read as records of one
+    message each and refused; an array of such lists stays one dialog each."""
+    dialog = [{"role": "user", "content": "I can't sleep."}, {"role": "assistant", "content": "I'm here."}]
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(dialog, indent=2), encoding="utf-8")
+    assert load_conversations(one) == load_conversations_from(dialog)
+    many = tmp_path / "many.json"
+    many.write_text(json.dumps([dialog, dialog]), encoding="utf-8")
+    assert len(load_conversations(many)) == 2
+
+
+def load_conversations_from(dialog: list[dict[str, str]]) -> list[Any]:
+    from finetune.data import record_to_conversation
+
+    return [record_to_conversation(dialog, "test:1")]

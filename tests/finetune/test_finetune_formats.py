@@ -89,6 +89,9 @@ def test_conversation_from_messages_reads_roles_and_text_parts() -> None:
         ([{"role": "user", "content": "a"}, {"role": "system", "content": "s"}], "only come first"),
         ([{"role": "tool", "content": "a"}], "unknown role 'tool'"),
         ([{"content": "a"}], "'role' and 'content'"),
+        ([{"role": "user", "content": [1, 2]}], "content part 0 must be a string"),  # was the text "1\n2"
+        ([{"role": "user", "content": ["hi", {"type": "image_url", "image_url": {"url": "x"}}]}], "part 1"),
+        ([{"role": "user", "content": [{"type": "text", "text": None}]}], "part 0"),
     ],
 )
 def test_conversation_from_messages_rejects_bad_sequences(
