@@ -226,6 +226,14 @@ def _adapter_meta(adapter_path: str | Path | None) -> dict[str, Any]:
     return meta
 
 
+def _same_model(a: str, b: str) -> bool:
+    """Whether two model names or folders are the same model (folders compared where they are)."""
+    if a == b:
+        return True
+    pa, pb = Path(a).expanduser(), Path(b).expanduser()
+    return pa.exists() and pb.exists() and pa.resolve() == pb.resolve()
+
+
 def _ships_code(path: str) -> bool:
     """Whether the local model folder ``path`` maps its classes to Python files of its own."""
     try:
@@ -283,6 +291,16 @@ class ChatModel:
             raise ModelLoadError(
                 f"the model at {path} runs its own Python code (auto_map in its config.json); load it "
                 "only if you trust it: --trust-remote-code, or trust_remote_code: true in the LLM spec"
+            )
+        trained_on = meta.get("base_model_path") or meta.get("base_model")
+        if model_name_or_path is not None and isinstance(trained_on, str) and not _same_model(trained_on, path):
+            # A base of the same shape loads without an error and answers badly: say so.
+            logger.warning(
+                "the adapter %s was trained on %s, and is loaded on %s: its replies may be poor; "
+                "give the base it was trained on (or leave the base out: the adapter names it)",
+                adapter_path,
+                trained_on,
+                path,
             )
         tokenizer = load_tokenizer(path, remote)
         model = load_causal_lm(path, dtype, remote)

@@ -305,3 +305,20 @@ def test_settings_the_trainer_refuses_are_refused_before_the_model_loads(
         run_sft(config)
     assert main(["--config", str(SMOKE), "--output_dir", str(tmp_path / "cli"), "--model_name_or_path", str(tiny_model_dir),
                  *(f"--{k}={v}" for k, v in setting.items())]) == 2  # fmt: skip
+
+
+def test_an_adapter_loaded_on_another_base_says_so(
+    run_a: SFTResult, tiny_model_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An adapter given another base of the same shape loaded without a word and answered
+    badly; now the load says which base it was trained on. Its own base, named or not: no word."""
+    import logging
+    import shutil
+
+    other = shutil.copytree(tiny_model_dir, tmp_path / "another-base")
+    with caplog.at_level(logging.WARNING, logger="finetune.inference"):
+        ChatModel.load(str(tiny_model_dir), run_a.adapter_dir)
+        ChatModel.load(None, run_a.adapter_dir)
+        assert "was trained on" not in caplog.text
+        ChatModel.load(str(other), run_a.adapter_dir)
+    assert f"was trained on {tiny_model_dir}" in caplog.text and str(other) in caplog.text
