@@ -254,7 +254,11 @@ class ChatTemplateFormat(PromptFormat):
 
     def segments(self, conversation: Conversation, tokenizer: Any = None) -> list[Segment]:
         if tokenizer is None or not getattr(tokenizer, "chat_template", None):
-            raise FormatError(f"format {self.name!r} needs a tokenizer that has a chat template")
+            raise FormatError(
+                f"format {self.name!r} needs a tokenizer that has a chat template, and this one has none: "
+                "choose a prompt format instead, format: belle, chatml or chatglm (belle for BELLE-7B, "
+                "chatglm for ChatGLM-6B) in the fine-tuning config, prompt_format in the LLM spec"
+            )
         messages = conversation.to_messages()
 
         def render(upto: int, generation_prompt: bool) -> str:
