@@ -14,7 +14,12 @@ Correct under checkpoints and retries:
   where the middleware is bound to one user; with the user given per call, only the call's own
   (in a shared thread an earlier message may be another user's). A summary another middleware
   put in the thread is not a user message; another thread's message with the same id is stored
-  beside the first, never over it;
+  beside the first, never over it, and edited there; without a thread (an app that sends the
+  history itself, numbering messages per conversation) a message is told apart by its words: the
+  same words again are a replay or a regenerate, other words under a used id a new message;
+* an agent whose answer is not a plain AI message (structured output, a ``return_direct``
+  tool) has that answer stored as the reply; without any answer the user's message is stored
+  alone, with a warning, never dropped;
 * the memory block is rebuilt from the bank for each turn and added to the model request only:
   it is never written into the agent's state, so no checkpoint keeps a copy of a memory that is
   later deleted or forgotten;
@@ -32,7 +37,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import run_in_executor
 from langgraph.runtime import Runtime
 
@@ -130,6 +135,32 @@ def _refuse_if_deleted(bank: MemoryBank, user: str, memory_id: str, thread: str 
                 memory_id=memory_id,
                 deleted_on=day,
             )
+
+
+def _same_thread(memory: Memory, said: str, text: str, thread: str | None) -> bool:
+    """Whether the stored ``memory`` is this thread's message (``said``: the thread, or for a
+    message without one its words); a turn stored without either, before they were recorded, is
+    this message when it has its words."""
+    stored = memory.extra.get(_THREAD)
+    return stored == said or (stored is None and thread is None and memory.query == text)
+
+
+def _other_answer(state: Any, human: BaseMessage) -> str | None:
+    """The agent's answer when it is not a plain AI message: its structured response (as JSON),
+    or the result of a ``return_direct`` tool that ended the run; ``None`` without either."""
+    structured = state.get("structured_response") if isinstance(state, dict) else None
+    if structured is not None:
+        if hasattr(structured, "model_dump_json"):
+            return str(structured.model_dump_json())
+        try:
+            return json.dumps(structured, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            return str(structured)
+    messages = state.get("messages") or [] if isinstance(state, dict) else []
+    after = messages[next((i for i, m in enumerate(messages) if m is human), len(messages)) :]
+    if after and isinstance(after[-1], ToolMessage) and after[-1].text.strip():
+        return after[-1].text
+    return None
 
 
 def turn_memory_id(message: BaseMessage) -> str | None:
@@ -303,9 +334,14 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
             return None
         humans, reply = _exchange(state["messages"])
         said = [h for h in humans if h.text.strip() and not _from_middleware(h)]
-        if not said or reply is None:
-            logger.debug("no complete turn to store")
+        if not said:
+            logger.debug("no user message to store")
             return None
+        if reply is None:  # structured output, a return_direct tool's result, or no answer at all
+            reply = _other_answer(state, said[-1])
+            if reply is None:
+                logger.warning("the agent gave no answer; the user's message is stored without one")
+                reply = ""
         if self.user is None:
             # The user comes with each call: an earlier message of the exchange (a run that
             # failed) may be another user's in a shared thread, so only this call's is stored.
@@ -334,9 +370,13 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
         thread, the stored turn becomes what the thread shows, unless it was changed since
         this middleware wrote it (a user's edit in a memory view is never undone); another
         thread's message with the same id (a client numbering messages per thread) is stored
-        beside it, never over it."""
+        beside it under an id of that thread's (``lc:<id>:<thread digest>``), never over it,
+        and edited there. Without a thread, the message's words stand for its thread: other words
+        under a used id are another conversation's message. An earlier message of the exchange
+        (``response`` empty) never empties a reply stored with it."""
         memory_id = turn_memory_id(human)
-        stamp = {_WRITTEN: _digest(human.text, response), _THREAD: thread}
+        said = thread if thread is not None else f"said:{_digest(human.text, '')}"
+        stamp = {_WRITTEN: _digest(human.text, response), _THREAD: said}
         if memory_id is None:  # a message without an id: stored as it comes
             return bank.add_turn(user, human.text, response, extra=stamp)
         stamp[REPLAY_OF] = memory_id
@@ -346,18 +386,21 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
             )
         except MemoryDeletedError:
             memory = None  # this thread's message, deleted (refused below), or another thread's
-        if memory is not None and (memory.query, memory.response) == (human.text, response):
+        if memory is None or not _same_thread(memory, said, human.text, thread):
+            _refuse_if_deleted(bank, user, memory_id, said)  # a replay, a regenerate, a retry
+            # Another thread's message with this id: this thread's own id for it.
+            memory = bank.add_turn(
+                user, human.text, response, memory_id=f"{memory_id}:{_digest(said, '')}", extra=stamp
+            )
+        if (memory.query, memory.response) == (human.text, response):
             return memory  # stored now, or this very turn again
-        if memory is None or memory.extra.get(_THREAD) != thread:
-            _refuse_if_deleted(bank, user, memory_id, thread)  # a replay, a regenerate, a retry
-            # Another thread's message with this id (a client numbering messages per thread).
-            digest = _digest(human.text, response)
-            return bank.add_turn(user, human.text, response, memory_id=f"{memory_id}:{digest}", extra=stamp)
+        if not response and memory.response:
+            return memory  # an earlier message of the exchange: its reply stays
         if memory.extra.get(_WRITTEN) != _digest(memory.query or "", memory.response or ""):
-            logger.info("turn %s was changed since it was stored; kept as it is", memory_id)
+            logger.info("turn %s was changed since it was stored; kept as it is", memory.memory_id)
             return memory
         return bank.update_memory(
-            user, memory_id, text=human.text, response=response, extra={**memory.extra, **stamp}
+            user, memory.memory_id, text=human.text, response=response, extra={**memory.extra, **stamp}
         )
 
     async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:

@@ -254,7 +254,11 @@ class MemoryBankStore(BaseStore):
             )
         if op.value is None:
             if existing is not None:
-                self.bank.delete_memory(user, key, retire=False)  # a key may be put again
+                # A key the store made may be put again; a turn another adapter stored (a chat
+                # turn, a tool's save) is retired as any delete retires it: a replay of it is
+                # refused, not stored again.
+                own = STORE_EXTRA in existing.extra
+                self.bank.delete_memory(user, key, retire=not own)
                 if self.summarizer is not None:
                     self.summarizer.submit(user)  # that day's summaries may quote the item
             return

@@ -180,7 +180,7 @@ def test_chat_template_segments_join_to_the_templates_own_rendering(tiny_tokeniz
 
 
 def test_chat_template_format_needs_a_tokenizer() -> None:
-    with pytest.raises(FormatError, match="needs a tokenizer.*choose a prompt format instead, format: belle"):
+    with pytest.raises(FormatError, match=r"needs a tokenizer.*choose a prompt format instead, format: belle"):
         get_format("chat_template").build_prompt("hi")
 
 

@@ -300,3 +300,110 @@ def test_a_deleted_turn_comes_back_neither_in_its_second_form_nor_from_before_th
     agent.invoke({"messages": [HumanMessage("My cat is Miso.", id="7")]}, _thread("d"))
     assert "My cat is Miso." not in [m.query for m in bank.history("Emily")]
 
+
+
+def test_without_a_thread_a_reused_message_id_is_another_message_when_its_words_differ(bank: MemoryBank) -> None:
+    """An app without a checkpointer, numbering messages per conversation: a new conversation's
+    message 1 replaced the earlier conversation's stored turn (lost), and once that turn was
+    deleted every later message 1 was refused (dropped). The same words again stay a replay."""
+    agent = create_agent(
+        recording_model("Lovely!", "Nice!", "Noted.", "Again.", "Congratulations!", "Hm."),
+        middleware=[MemoryBankMiddleware(bank, "Emily")],
+    )
+    agent.invoke({"messages": [HumanMessage("My cat is called Miso.", id="1")]})
+    agent.invoke({"messages": [HumanMessage("I start at the bakery on Monday.", id="1")]})
+    assert sorted(m.query for m in bank.history("Emily")) == ["I start at the bakery on Monday.", "My cat is called Miso."]
+    agent.invoke({"messages": [HumanMessage("My cat is called Miso.", id="1")]})  # a retry: a new reply, same turn
+    assert sorted((m.query, m.response) for m in bank.history("Emily")) == [
+        ("I start at the bakery on Monday.", "Nice!"),
+        ("My cat is called Miso.", "Noted."),
+    ]
+    for m in bank.history("Emily"):
+        bank.delete_memory("Emily", m.memory_id)
+    agent.invoke({"messages": [HumanMessage("My cat is called Miso.", id="1")]})  # a replay: refused
+    assert bank.history("Emily") == []
+    agent.invoke({"messages": [HumanMessage("My daughter Lily was born today!", id="1")]})  # new: stored
+    assert [(m.query, m.response) for m in bank.history("Emily")] == [("My daughter Lily was born today!", "Congratulations!")]
+
+
+def test_an_edit_in_a_thread_that_reuses_an_id_replaces_that_threads_own_turn(bank: MemoryBank) -> None:
+    """Thread b's message 1 is stored beside thread a's; editing it in thread b left its pre-edit
+    words stored (and found first by a search) beside the edited ones."""
+    agent = create_agent(
+        recording_model("Hi!", "Noted.", "Noted, edited."),
+        middleware=[MemoryBankMiddleware(bank, "Emily")],
+        checkpointer=InMemorySaver(),
+    )
+    agent.invoke({"messages": [HumanMessage("Hi!", id="1")]}, _thread("a"))
+    agent.invoke({"messages": [HumanMessage("My PIN is 4242.", id="1")]}, _thread("b"))
+    agent.invoke({"messages": [HumanMessage("(PIN removed)", id="1")]}, _thread("b"))
+    assert sorted((m.query, m.response) for m in bank.history("Emily")) == [("(PIN removed)", "Noted, edited."), ("Hi!", "Hi!")]
+
+
+def test_an_answer_that_is_not_a_plain_message_is_stored_and_no_answer_keeps_the_message(bank: MemoryBank) -> None:
+    """Structured output and a return_direct tool stored nothing (the turn was dropped with a
+    debug line); a run without any answer now stores the user's message alone."""
+    from langchain.agents.structured_output import ToolStrategy
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool
+    from pydantic import BaseModel
+
+    from tests.langchain.conftest import tool_call
+
+    class Answer(BaseModel):
+        reply: str
+
+    structured = create_agent(
+        recording_model(tool_call("Answer", {"reply": "Noted, no peanuts."}, "c1")),
+        middleware=[MemoryBankMiddleware(bank, "Emily")],
+        response_format=ToolStrategy(Answer),
+    )
+    structured.invoke({"messages": [HumanMessage("I am allergic to peanuts.", id="s1")]})
+
+    @tool(return_direct=True)
+    def book_table(when: str) -> str:
+        """Book a table."""
+        return f"Booked for {when}."
+
+    direct = create_agent(
+        recording_model(tool_call("book_table", {"when": "8pm"}, "t1")),
+        tools=[book_table],
+        middleware=[MemoryBankMiddleware(bank, "Emily")],
+    )
+    direct.invoke({"messages": [HumanMessage("Book dinner at 8pm, I'm vegetarian.", id="d1")]})
+    silent = create_agent(recording_model(AIMessage(content="")), middleware=[MemoryBankMiddleware(bank, "Emily")])
+    silent.invoke({"messages": [HumanMessage("My sister is called Ana.", id="n1")]})
+    assert sorted((m.query, m.response) for m in bank.history("Emily")) == [
+        ("Book dinner at 8pm, I'm vegetarian.", "Booked for 8pm."),
+        ("I am allergic to peanuts.", '{"reply":"Noted, no peanuts."}'),
+        ("My sister is called Ana.", ""),
+    ]
+
+
+def test_an_earlier_message_of_the_exchange_never_empties_a_stored_reply(bank: MemoryBank) -> None:
+    """The next exchange's earlier messages are stored without a reply: one already stored with
+    its reply (an exchange whose answer was structured) keeps it."""
+    agent = create_agent(recording_model("Noted.", "Lovely!"), middleware=[MemoryBankMiddleware(bank, "Emily")])
+    first = HumanMessage("I am allergic to peanuts.", id="s1")
+    agent.invoke({"messages": [first]})
+    agent.invoke({"messages": [first, HumanMessage("I adopted a cat.", id="s2")]})  # its answer not sent back
+    assert sorted((m.query, m.response) for m in bank.history("Emily")) == [
+        ("I adopted a cat.", "Lovely!"),
+        ("I am allergic to peanuts.", "Noted."),
+    ]
+
+
+def test_a_chat_turn_deleted_through_the_store_stays_deleted_on_a_replay(bank: MemoryBank) -> None:
+    """A store delete (LangMem's manage tool) did not retire a chat turn: a retry stored it again.
+    A key the store itself made may still be put again."""
+    agent = create_agent(recording_model("Noted.", "Noted."), middleware=[MemoryBankMiddleware(bank, "Emily")])
+    message = {"messages": [HumanMessage("My bank PIN is 4242.", id="m-1")]}
+    agent.invoke(message)
+    store = MemoryBankStore(bank)
+    store.delete(("memories", "Emily"), "lc:m-1")
+    agent.invoke(message)  # the client retries
+    assert bank.history("Emily") == []
+    store.put(("memories", "Emily"), "note", {"content": "likes tea"})
+    store.delete(("memories", "Emily"), "note")
+    store.put(("memories", "Emily"), "note", {"content": "likes green tea"})
+    assert store.get(("memories", "Emily"), "note").value["content"] == "likes green tea"  # type: ignore[union-attr]
