@@ -230,6 +230,11 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
                 "MemoryBankMiddleware needs a user: pass user='<name>', or context_key='user_id' to "
                 "read the user from the agent's runtime context"
             )
+        if user is not None and context_key:
+            raise InvalidInputError(
+                "MemoryBankMiddleware takes the user bound (user='<name>') or per call (context_key=...), "
+                "not both: the bound user would read and write the memories of every caller"
+            )
         if k is not None and k < 1:
             raise InvalidInputError(f"k must be at least 1, got {k}")
         self.bank = bank

@@ -44,17 +44,22 @@ def format_results(results: list[SearchResult]) -> str:
 class _Binding:
     """Resolves the bank and the user of one tool call."""
 
-    def __init__(self, bank: MemoryBank | None, user: str | None, context_key: str) -> None:
+    def __init__(self, bank: MemoryBank | None, user: str | None, context_key: str | None) -> None:
         if bank is not None and not isinstance(bank, MemoryBank):
             raise InvalidInputError(f"memory_tools needs a MemoryBank, got {type(bank).__name__}")
         self.bank = bank
         self.user = None if user is None else require_user(user, "memory_tools")
-        if self.user is None and not context_key:
+        if self.user is not None and context_key:
+            raise InvalidInputError(
+                "memory_tools takes the user bound (user='<name>') or per call (context_key=...), not "
+                "both: the bound user would read and write the memories of every caller"
+            )
+        if self.user is None and context_key == "":
             raise InvalidInputError(
                 "memory_tools needs a user: pass user='<name>', or context_key='user_id' to read it "
                 "from the agent's runtime context"
             )
-        self.context_key = context_key
+        self.context_key = context_key or "user_id"
 
     def resolve(self, runtime: ToolRuntime | None) -> tuple[MemoryBank, str]:
         bank = self.bank
@@ -75,7 +80,7 @@ class _Binding:
 def memory_tools(
     bank: MemoryBank | None,
     user: str | None = None,
-    context_key: str = "user_id",
+    context_key: str | None = None,
     *,
     k: int | None = None,
     reinforce: bool = True,
@@ -86,7 +91,8 @@ def memory_tools(
     Args:
         bank: the memory bank; ``None`` takes the bank behind the agent's
             ``store=MemoryBankStore(bank)``.
-        user: the user, fixed; ``None`` reads it from the runtime context under ``context_key``.
+        user: the user, fixed; ``None`` reads it from the runtime context under ``context_key``
+            (default ``"user_id"``). Giving both is an error.
         k: memories per search (default: the bank's ``retrieval.top_k``).
         reinforce: whether a search recalls what it finds (strength + 1, at most once a day).
         summarizer: writes the day summaries and the global portrait and event summary in the
@@ -104,9 +110,12 @@ def memory_tools(
         bank_, user_ = binding.resolve(runtime)
         if not query.strip():
             raise ToolException("the query is empty; say what to look for")
-        if not bank_.has_user(user_):
-            return "No memories found."
-        return format_results(bank_.search(user_, query, k=k, reinforce=reinforce))
+        try:
+            if not bank_.has_user(user_):
+                return "No memories found."
+            return format_results(bank_.search(user_, query, k=k, reinforce=reinforce))
+        except MemoryBankError as e:  # a query the bank refuses: the model hears why, the run goes on
+            raise ToolException(str(e)) from e
 
     def save_memory(content: str, runtime: ToolRuntime = None) -> str:  # type: ignore[assignment]
         """Save something worth remembering about the user for later conversations (a fact,
@@ -117,7 +126,7 @@ def memory_tools(
             # The call's id makes a retried call store nothing twice; the content's digest tells
             # a replay of the call (the user may have edited what it saved since) from a model
             # whose call ids repeat across runs (other content: another memory).
-            digest = hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
+            digest = hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()[:16]
             first = f"tool:{call_id}" if call_id else None
             stamp = {"tool_content": digest, REPLAY_OF: first}
             memory: Memory | None

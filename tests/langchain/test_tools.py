@@ -198,3 +198,33 @@ def test_a_repeated_call_id_with_new_content_saves_it_after_the_first_was_delete
     assert again[0].startswith("Not saved") and [m.query for m in bank.history("Emily")] == [
         "Emily's sister is called Anna."
     ]
+
+
+def test_a_bound_user_and_a_context_key_together_are_refused(bank: MemoryBank) -> None:
+    """With both, the bound user answered for every caller: Jason's call read and wrote Emily's
+    memories."""
+    from memory_bank.langchain import MemoryBankMiddleware
+
+    with pytest.raises(InvalidInputError, match="not both"):
+        memory_tools(bank, user="Emily", context_key="user_id")
+    with pytest.raises(InvalidInputError, match="not both"):
+        MemoryBankMiddleware(bank, "Emily", context_key="user_id")
+    assert len(memory_tools(bank, user="Emily")) == 3 and len(memory_tools(bank)) == 3
+
+
+def test_a_query_the_bank_refuses_reaches_the_model_and_the_run_goes_on(bank: MemoryBank) -> None:
+    """A model-written query with a NUL or a lone surrogate ended the whole agent run (and the
+    turn with it); a lone surrogate in saved content was a UnicodeEncodeError."""
+    bank.add_turn("Emily", "My cat is Miso.", "Nice!")
+    tools = _tools(bank, user="Emily")
+    for query in ["cat\x00name", "cat \ud800"]:
+        call = {"name": "search_memory", "args": {"query": query}, "id": "c1", "type": "tool_call"}
+        said = tools["search_memory"].invoke(call)
+        assert isinstance(said, ToolMessage) and said.status == "error", said
+    saved = tools["save_memory"].invoke({"name": "save_memory", "args": {"content": "cat \ud800"}, "id": "c2", "type": "tool_call"})
+    assert isinstance(saved, ToolMessage) and "surrogate" in saved.text
+    model = recording_model(tool_call("search_memory", {"query": "cat\x00"}, "c3"), "Your cat is Miso.")
+    state = create_agent(model, tools=memory_tools(bank, user="Emily")).invoke(
+        {"messages": [{"role": "user", "content": "what is my cat called?"}]}
+    )
+    assert state["messages"][-1].text == "Your cat is Miso."
