@@ -122,8 +122,23 @@ class MemoryBankMemory(BaseMemory):
         return self.bank.config.history_window if self.window is None else self.window
 
     def _window_turns(self) -> list[_SessionTurn]:
+        """The session's last turns as the bank has them now: a turn deleted (or hidden) since,
+        or its user forgotten, leaves the window; an edited one shows its new words."""
         n = self._window_size()
-        return self._session[-n:] if n > 0 else []
+        turns = self._session[-n:] if n > 0 else []
+        if not turns:
+            return []
+        if not self.bank.has_user(self.user):
+            self._session.clear()
+            return []
+        stored = self.bank.storage.memories_by_ids(self.bank.user(self.user).id, [t.memory_id for t in turns])
+        now = {m.memory_id: m for m in stored if not m.hidden}
+        self._session = [
+            _SessionTurn(t.memory_id, now[t.memory_id].query or "", now[t.memory_id].response or "")
+            for t in self._session
+            if t.memory_id in now or t not in turns  # older turns outside the window stay as they are
+        ]
+        return self._session[-n:]
 
     def _input_text(self, inputs: dict[str, Any]) -> str:
         key = self.input_key

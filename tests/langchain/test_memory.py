@@ -189,3 +189,19 @@ def test_a_missing_input_is_refused_not_stored_as_none(bank: MemoryBank) -> None
         memory.save_context({"input": None}, {"response": None})
     memory.save_context({"input": [HumanMessage("I adopted a cat."), HumanMessage("Her name is Miso.")]}, {"response": None})
     assert [(t.query, t.response) for t in bank.history("Emily")] == [("I adopted a cat.\nHer name is Miso.", "")]
+
+
+def test_the_window_drops_what_was_deleted_and_shows_what_was_edited(bank: MemoryBank) -> None:
+    """A turn deleted (a memory view, forget_memory, MCP) or its user forgotten stayed in the
+    history fed to the model; an edited one kept its old words."""
+
+    memory = as_memory(bank, "Emily")
+    memory.save_context({"input": "My PIN is 4242."}, {"response": "Noted."})
+    memory.save_context({"input": "I live in Paris, 12 rue X."}, {"response": "Lovely."})
+    first, second = bank.history("Emily")
+    bank.delete_memory("Emily", first.memory_id)
+    bank.update_memory("Emily", second.memory_id, text="I live in Paris.")
+    history = memory.load_memory_variables({"input": "hello"})["history"]
+    assert "4242" not in history and "12 rue X" not in history and "I live in Paris." in history
+    bank.delete_user("Emily")
+    assert memory.load_memory_variables({"input": "hello"})["history"] == "" and memory.session == []
