@@ -15,19 +15,22 @@ Importing this module imports no ``mcp``; :func:`build_server` does.
 # No "from __future__ import annotations": the SDK reads the tools' annotations (ctx: Context)
 # at registration, so they must be real objects, not strings naming a local import.
 
+import collections
 import functools
+import hashlib
 import hmac
 import json
 import logging
+import re
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, MutableMapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory_bank.bank import MemoryBank
 from memory_bank.errors import InvalidInputError, MemoryBankError
 from memory_bank.records import RETRIEVABLE_KINDS, Memory
-from memory_bank.text import validate_user
+from memory_bank.text import parse_day, validate_user
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -38,6 +41,8 @@ logger = logging.getLogger(__name__)
 
 #: Loopback only: an MCP server over someone's memories is never reachable from the network.
 HOST = "127.0.0.1"
+#: Sessions whose opening token is remembered (the oldest forgotten first).
+MAX_SESSIONS = 65_536
 
 
 def _require_mcp() -> None:
@@ -64,6 +69,9 @@ def load_tokens(path: str | Path) -> dict[str, str]:
     for token in data:
         if not isinstance(token, str) or len(token) < 16:
             raise InvalidInputError(f"token file {path}: every token needs 16+ characters")
+        if not (token.isascii() and token.isprintable()) or any(c.isspace() for c in token):
+            # An HTTP header carries ASCII: such a token could never match (refused, not ignored)
+            raise InvalidInputError(f"token file {path}: tokens are printable ASCII without spaces")
     return {token: validate_user(user) for token, user in data.items()}
 
 
@@ -87,6 +95,11 @@ class Users:
             if hmac.compare_digest(given, token.encode()):
                 found = user
         return found
+
+    @staticmethod
+    def token_key(header: str | None) -> bytes:
+        """A digest of the token an ``Authorization`` header presents (to tie a session to it)."""
+        return hashlib.sha256((header or "").partition(" ")[2].strip().encode("latin-1")).digest()
 
     def resolve(self, headers: Mapping[str, str] | None) -> str:
         if self.user is not None:
@@ -149,7 +162,11 @@ def build_server(
         """Save a memory of the user: a note (``text`` only) or a dialog turn (the user's
         message as ``text`` and the assistant's ``reply``). It is dated today."""
         user = user_of(ctx)
-        memory = bank.add_turn(user, text, reply)
+        try:
+            memory = bank.add_turn(user, text, reply)
+        except InvalidInputError as e:  # the bank's words are its own (query, response): the tool's
+            said = re.sub(r"\b(the )?query\b", "text", str(e), count=1)
+            raise InvalidInputError(re.sub(r"\b(the )?response\b", "reply", said, count=1)) from e
         if summarizer is not None:
             summarizer.on_turn(user, memory.date)  # queues the finished days; never raises
         return _memory_dict(memory)
@@ -158,6 +175,8 @@ def build_server(
     def list_memories(ctx: Context, date: str | None = None, limit: int = 20) -> list[dict[str, Any]]:
         """The user's most recent memories (of one day, YYYY-MM-DD, if given), newest first."""
         user = user_of(ctx)
+        if date is not None:
+            date = parse_day(date, "date")  # "not a date" is an error, not an empty list
         if not bank.has_user(user):
             return []
         found = [
@@ -197,22 +216,43 @@ def http_app(server: "MCPServer", users: Users, port: int) -> Any:
         allowed_origins=[f"http://{HOST}:{port}", f"http://localhost:{port}"],
     )
     inner = server.streamable_http_app(transport_security=security, host=HOST)
+    # Each session belongs to the token that opened it: another client's token (another user's,
+    # or the same user's other client) cannot end it, read its stream or speak in it.
+    owners: collections.OrderedDict[str, bytes] = collections.OrderedDict()
+
+    async def refuse(send: Any, status: int, body: bytes, extra: list[tuple[bytes, bytes]]) -> None:
+        headers = [(b"content-type", b"application/json"), *extra]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http":
-            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-            if users.for_token(headers.get("authorization")) is None:
-                body = b'{"error": "missing or invalid bearer token"}'
-                await send(
-                    {
-                        "type": "http.response.start",
-                        "status": 401,
-                        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
-                    }
-                )
-                await send({"type": "http.response.body", "body": body})
-                return
-        await inner(scope, receive, send)
+        if scope["type"] != "http":
+            await inner(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        authorization = headers.get("authorization")
+        if users.for_token(authorization) is None:
+            await refuse(
+                send, 401, b'{"error": "missing or invalid bearer token"}', [(b"www-authenticate", b"Bearer")]
+            )
+            return
+        key = users.token_key(authorization)
+        session = headers.get("mcp-session-id")
+        owner = owners.get(session) if session is not None else None
+        if owner is not None and not hmac.compare_digest(owner, key):
+            await refuse(send, 404, b'{"error": "no such session"}', [])  # as an unknown one: nothing told
+            return
+
+        async def tagged(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                for name, value in message.get("headers", []):
+                    if name.lower() == b"mcp-session-id":  # a session opened by this token
+                        owners[value.decode("latin-1")] = key
+                        while len(owners) > MAX_SESSIONS:
+                            owners.popitem(last=False)
+            await send(message)
+
+        await inner(scope, receive, tagged)
 
     return app
 

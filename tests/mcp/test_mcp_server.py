@@ -221,3 +221,63 @@ def test_the_bearer_scheme_is_read_in_any_case_and_nothing_else_passes() -> None
         assert users.for_token(header) == "Emily", header
     for header in (None, "", "Bearer", "Bearer ", f"Basic {'e' * 32}", f"Bearer{'e' * 32}", f"Bearer {'e' * 31}"):
         assert users.for_token(header) is None, header
+
+
+def _raw(url: str, method: str, headers: dict[str, str], body: dict[str, Any] | None = None) -> tuple[int, dict[str, str]]:
+    data = json.dumps(body).encode() if body is not None else None
+    accept = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    request = urllib.request.Request(url, data=data, headers={**accept, **headers}, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as r:
+            return int(r.status), dict(r.headers)
+    except urllib.error.HTTPError as e:
+        return int(e.code), dict(e.headers)
+
+
+def test_an_http_session_answers_only_the_token_that_opened_it(tmp_path: Path) -> None:
+    """Any valid token could end (DELETE) another client's session, or speak in it, given its id."""
+    alice, bob = "a" * 32, "b" * 32
+    store = tmp_path / "store"
+    MemoryBank.open(store, encoder_instance=HashingEncoder(64)).close()
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}  # fmt: skip
+    ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+    with http_server(store, {alice: "Alice", bob: "Bob"}) as url:
+        status, headers = _raw(url, "POST", {"authorization": f"Bearer {alice}"}, init)
+        session = {k.lower(): v for k, v in headers.items()}["mcp-session-id"]
+        assert status == 200
+        _raw(url, "POST", {"authorization": f"Bearer {alice}", "mcp-session-id": session},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"})  # fmt: skip
+        assert _raw(url, "POST", {"authorization": f"Bearer {bob}", "mcp-session-id": session}, ping)[0] == 404
+        assert _raw(url, "DELETE", {"authorization": f"Bearer {bob}", "mcp-session-id": session})[0] == 404
+        assert _raw(url, "POST", {"authorization": f"Bearer {alice}", "mcp-session-id": session}, ping)[0] == 200
+
+
+def test_tokens_an_http_header_cannot_carry_and_bad_ports_are_one_line(tmp_path: Path) -> None:
+    from memory_bank import InvalidInputError
+    from memory_bank.mcp_server import load_tokens
+
+    file = tmp_path / "tokens.json"
+    for token in ("pässwörd-0123456789", "has space 0123456789"):
+        file.write_text(json.dumps({token: "Emily"}), encoding="utf-8")
+        with pytest.raises(InvalidInputError, match="printable ASCII"):
+            load_tokens(file)
+    done = subprocess.run([*CLI, "--store", str(tmp_path / "s"), "--transport", "http", "--port", "70000"],
+                          env=ENV, cwd=REPO, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "--port" in done.stderr
+
+
+async def test_tool_errors_name_the_tools_own_arguments_and_bad_dates_are_refused(tmp_path: Path) -> None:
+    from mcp import Client
+
+    from memory_bank.mcp_server import Users, build_server
+
+    bank = MemoryBank.open(tmp_path / "store", encoder_instance=HashingEncoder(64))
+    bank.add_turn("Emily", "My cat is Miso.", "Lovely!")
+    async with Client(build_server(bank, Users("Emily"))) as session:
+        empty = await session.call_tool("save_memory", {"text": "  "})
+        assert empty.is_error and "text is empty" in empty.content[0].text  # type: ignore[union-attr]
+        bad = await session.call_tool("list_memories", {"date": "not a date"})
+        assert bad.is_error and "date" in bad.content[0].text  # type: ignore[union-attr]
+        good = await session.call_tool("list_memories", {"date": bank.history("Emily")[0].date})
+        assert not good.is_error
