@@ -283,6 +283,8 @@ class MemoryBankStore(BaseStore):
         created = previous.get("created_at") or existing.timestamp or existing.date
         extra = {**existing.extra, STORE_EXTRA: {**meta, "created_at": created}}
         self.bank.update_memory(user, key, text=text if text != existing.text else None, extra=extra)
+        if text == existing.text and previous.get("value") != op.value:
+            self.bank.storage.scrub()  # a field removed or changed: its old value leaves the files too
         if existing.archived and not existing.hidden:  # forgotten, written again: back in get and
             self.bank.restore(user, [key])  # search, its clock restarted (one the user hid stays hidden)
 
@@ -356,10 +358,10 @@ class MemoryBankStore(BaseStore):
             if isinstance(field, str):
                 parts.append(field)
             elif field is not None:
-                parts.append(json.dumps(field, ensure_ascii=False, sort_keys=True))
+                parts.append(_json(field, f"the store value's {name!r} field"))
         text = "\n".join(p for p in parts if p.strip())
         if not text.strip():
-            text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+            text = _json(value, "the store value")
         if not text.strip() or text == "{}":
             raise InvalidInputError(
                 f"the store value has no text to remember: give it a {self.text_field!r} field"
@@ -381,6 +383,10 @@ class MemoryBankStore(BaseStore):
         return created, _utc(stored.get("updated_at"), created.isoformat())
 
     def _match(self, memory: Memory, wanted: dict[str, Any]) -> bool:
+        if not isinstance(wanted, dict):
+            raise InvalidInputError(
+                f"a search filter must be a dict of field: value, got {type(wanted).__name__}"
+            )
         value = self.value(memory)
         return all(_compare(value.get(k), v) for k, v in wanted.items())
 
@@ -404,3 +410,13 @@ class MemoryBankStore(BaseStore):
             updated_at=updated,
             score=score,
         )
+
+
+def _json(value: Any, what: str) -> str:
+    """``value`` as JSON text; a value JSON cannot hold (a date, a set, bytes) is a clear error."""
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError) as e:
+        raise InvalidInputError(
+            f"{what} is not JSON ({e}); store strings, numbers, lists and dicts"
+        ) from None

@@ -323,3 +323,25 @@ def test_a_key_deleted_then_put_again_is_a_new_item(bank: MemoryBank) -> None:
     bank.delete_user("Ann")
     store.put(ANN, "prefs", {"data": "water"})  # after the user was deleted: a new start
     assert store.get(ANN, "prefs").value == {"data": "water"}  # type: ignore[union-attr]
+
+
+def test_a_value_field_removed_by_a_put_leaves_no_copy_in_the_files(bank: MemoryBank) -> None:
+    """Removing a field while keeping the text left its old value in the write-ahead log (only a
+    changed text was flushed out)."""
+    from pathlib import Path
+
+    store = MemoryBankStore(bank)
+    store.put(ANN, "profile", {"content": "Ann's contact details", "ssn": "SSN-123-45-6789"})
+    store.put(ANN, "profile", {"content": "Ann's contact details"})
+    folder = Path(bank.storage.path).parent  # type: ignore[attr-defined]
+    assert not [f.name for f in folder.iterdir() if f.is_file() and b"SSN-123-45-6789" in f.read_bytes()]
+    assert store.get(ANN, "profile").value == {"content": "Ann's contact details"}  # type: ignore[union-attr]
+
+
+def test_values_json_cannot_hold_and_filters_that_are_not_dicts_are_clear_errors(store: MemoryBankStore) -> None:
+    for value in ({"content": dt.date(2024, 1, 1)}, {"content": {1, 2}}, {"content": b"x"}):
+        with pytest.raises(InvalidInputError, match="is not JSON"):
+            store.put(ANN, "k", value)
+    store.put(ANN, "k", {"content": "tea"})
+    with pytest.raises(InvalidInputError, match="filter must be a dict"):
+        store.search(ANN, filter=["content"])  # type: ignore[arg-type]
