@@ -300,6 +300,8 @@ class SiliconFriend:
     def new_conversation(self, session: Session) -> None:
         """Empty the on-screen conversation; memories stay."""
         with session.lock:
+            if any(turn.stored for turn in session.turns):
+                session.returning = True  # the next conversation is not the first (it was told so)
             session.turns.clear()
 
     def stop(self, session: Session) -> None:

@@ -142,8 +142,9 @@ class WebApp:
 
     css = CSS + MEMORY_TAB_CSS + " " + toast_title_css()
     #: Run on page load. An Enter that confirms an input method's candidate (Chinese pinyin, Japanese)
-    #: belongs to the input method: the message box would otherwise send the half-typed letters
-    #: ("wo jin tian" for 我今天). Listening first (capture), it keeps such an Enter from the box.
+    #: belongs to the input method: a text box would otherwise submit the half-typed letters
+    #: ("wo jin tian" for 我今天: a message sent, a memory added, a name signed in as "xiao ming").
+    #: Listening first (capture), it keeps such an Enter from every text box of the page.
     #: It also deletes the run history an earlier version of the app left in the browser (every
     #: message and reply, kept by Gradio under an id that changed at each start).
     js = """() => {
@@ -152,7 +153,7 @@ class WebApp:
       }
       const guard = (e) => {
         if (e.key !== "Enter" || !(e.isComposing || e.keyCode === 229)) return;
-        if (e.target instanceof Element && e.target.closest("#sf-message")) e.stopImmediatePropagation();
+        if (e.target instanceof Element && e.target.matches("textarea, input")) e.stopImmediatePropagation();
       };
       document.addEventListener("keydown", guard, true);
       document.addEventListener("keypress", guard, true);
@@ -307,8 +308,9 @@ class WebApp:
     def _welcome(self, session: Session, t: UITexts | None = None, *, reloaded: bool = False) -> str:
         """The status line's greeting; on a reloaded page, a conversation with stored turns is no
         longer the first one (a newcomer who chatted, then reloaded, was greeted as new)."""
-        returning = session.returning or (reloaded and any(turn.stored for turn in session.turns))
-        return self._greeting(session.user, returning, t or self.texts)
+        if reloaded and any(turn.stored for turn in session.turns):
+            session.returning = True  # and stays so: the next greeting said "first" again
+        return self._greeting(session.user, session.returning, t or self.texts)
 
     def _greeting(self, user: str, returning: bool, t: UITexts) -> str:
         user = literal_markdown(user.strip())
@@ -743,11 +745,13 @@ class WebApp:
         if self._current(request) is not None:
             self._tab(request).stop_current()
 
-    def new_conversation(self, request: gr.Request) -> list[dict[str, str]]:
+    def new_conversation(self, request: gr.Request) -> tuple[Any, ...]:
+        """An empty chat, and the state line greeting the user as one who has been here."""
         session = self._current(request)
-        if session is not None:
-            self.engine.new_conversation(session)
-        return self._render_tab(request)
+        if session is None:
+            return self._render_tab(request), gr.update()
+        self.engine.new_conversation(session)
+        return self._render_tab(request), self._welcome(session, self._t(request))
 
     def remove_last(self, request: gr.Request) -> list[dict[str, str]]:
         """Remove the last turn from the chat and from the memories, undoably: the memory tab's
@@ -1069,7 +1073,7 @@ class WebApp:
                 None, [handed, message], [message, handed], js=self.js_hand_back, queue=False, **quiet
             )
             stop.click(self.stop, None, None, queue=False)
-            gr.on([new.click, chatbot.clear], self.new_conversation, None, [chatbot])
+            gr.on([new.click, chatbot.clear], self.new_conversation, None, [chatbot, status])
             regen.click(
                 self.regenerate, [name, *sliders], [chatbot, message], show_progress="minimal", **chat_limit
             )

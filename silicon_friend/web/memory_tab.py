@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import gradio as gr
 
 from memory_bank.errors import MemoryBankError, MemoryNotFoundError
-from memory_bank.records import Memory
+from memory_bank.records import Memory, MemoryKind
 from silicon_friend.memories import retention_figure
 from silicon_friend.memory_view import (
     KINDS,
@@ -304,19 +304,24 @@ class MemoryTab:
             # right after switching to the tab): the detail is left as the page shows it, so a
             # click's detail is never hidden by a redraw that started before it (or whose
             # output reached the page after it).
-            selection: tuple[Any, ...] = (gr.update(),) * 4
+            selection: tuple[Any, ...] = (gr.update(),) * 5
         else:
             view.selected = selected.memory_id if selected else None
             selection = self._selection(user, selected, t)
         return (*shown, *selection, gr.update(visible=bool(view.undoable())))
 
     def _selection(self, user: str, memory: Memory | None, t: MemoryTabTexts) -> tuple[Any, ...]:
+        """The detail, the edit box and the reply box (a chat turn's message and reply are
+        edited apart: one box of both saved the reply into the message), the restore button."""
         if memory is None:
-            return gr.update(visible=False), "", gr.update(value=""), gr.update(visible=False)
+            hidden = gr.update(value="", visible=False)
+            return gr.update(visible=False), "", gr.update(value=""), hidden, gr.update(visible=False)
+        turn = memory.kind is MemoryKind.TURN
         return (
             gr.update(visible=True),
             self._detail(user, memory, t),
-            gr.update(value=memory.text),
+            gr.update(value=memory.query or "" if turn else memory.text),
+            gr.update(value=memory.response or "" if turn else "", visible=turn),
             gr.update(visible=memory.archived),
         )
 
@@ -382,7 +387,7 @@ class MemoryTab:
 
     def _handler(
         self,
-        action: Callable[[str, TabView, str, gr.Request], bool] | None,
+        action: Callable[..., bool] | None,
         fn_name: str,
         *,
         step: int = 0,
@@ -391,9 +396,10 @@ class MemoryTab:
         quiet: bool = False,
     ) -> Callable[..., tuple[Any, ...]]:
         """A Gradio handler over the tab's form: ``(name, value, search, kind, status, from, to,
-        page, request)``; it runs ``action(user, view, value, request)`` (True: keep the selection
-        open) on page ``page + step`` and renders the tab, plus ``extra(request, acted)`` if given.
-        ``value`` is the text box the action reads (the edit box, or "Remember that…").
+        page, request[, reply])``; it runs ``action(user, view, value, request[, reply])`` (True:
+        keep the selection open) on page ``page + step`` and renders the tab, plus
+        ``extra(request, acted)`` if given. ``value`` is the text box the action reads (the edit
+        box, or "Remember that…"); ``reply``, where the page sends it, the reply box of a turn.
         ``quiet``: a refused name changes nothing and says nothing (the handler this one follows,
         Remember Me, said it already)."""
 
@@ -407,13 +413,18 @@ class MemoryTab:
             until: str,
             page: float,
             request: gr.Request,
+            reply: str | None = None,
         ) -> tuple[Any, ...]:
             done: list[bool] = []
             run = None
             if action is not None:
 
                 def run(user: str, view: TabView) -> bool:
-                    keep = action(user, view, value, request)
+                    keep = (
+                        action(user, view, value, request)
+                        if reply is None
+                        else action(user, view, value, request, reply)
+                    )
                     done.append(True)
                     return keep
 
@@ -448,16 +459,16 @@ class MemoryTab:
             user = self.app._session(name, request).user
         except Refused as e:
             self.app._warn(str(e), request)
-            return (gr.update(),) * 4
+            return (gr.update(),) * 5
         view = self.views.get(request, user)
         index = evt.index[0] if isinstance(evt.index, list | tuple) else evt.index
         if not isinstance(index, int) or not 0 <= index < len(view.ids):
-            return (gr.update(),) * 4
+            return (gr.update(),) * 5
         t = self._mt(request)
         found = find(self.bank, user, view.ids[index])
         if found is None:
             self.app._warn(t.gone, request)
-            return (gr.update(),) * 4
+            return (gr.update(),) * 5
         view.selected = found.memory_id
         return self._selection(user, found, t)
 
@@ -467,8 +478,16 @@ class MemoryTab:
             raise MemoryBankError(self._mt(request).pick_first)
         return view.selected
 
-    def _save(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
-        memory = self.bank.update_memory(user, self._selected(view, request), text=value)
+    def _save(
+        self, user: str, view: TabView, value: str, request: gr.Request, reply: str | None = None
+    ) -> bool:
+        """The edit box's text, and for a chat turn the reply box's (``None``: the reply as stored)."""
+        chosen = self._selected(view, request)
+        stored = find(self.bank, user, chosen)
+        response = None
+        if stored is not None and stored.kind is MemoryKind.TURN:
+            response = stored.response or "" if reply is None else reply
+        memory = self.bank.update_memory(user, chosen, text=value, response=response)
         self.app._edited_everywhere(user, memory)  # every open chat of the user, not only this tab's
         self.app._info(self._mt(request).saved, request)
         return True
@@ -577,6 +596,10 @@ class MemoryTab:
             edit = tr.add(
                 gr.Textbox(label=t.edit_label, lines=3, elem_id="sf-edit-text"), label="memory.edit_label"
             )
+            edit_reply = tr.add(
+                gr.Textbox(label=t.edit_reply_label, lines=3, visible=False, elem_id="sf-edit-reply"),
+                label="memory.edit_reply_label",
+            )
             with gr.Row():
                 save = tr.add(gr.Button(t.save, elem_id="sf-edit-save"), value="memory.save")
                 restore = tr.add(
@@ -588,7 +611,7 @@ class MemoryTab:
         undo = tr.add(gr.Button(t.undo, visible=False, elem_id="sf-undo"), value="memory.undo")
         plot = gr.Plot(elem_id="sf-plot")
 
-        self.outputs = [knows, info, page, table, plot, detail, detail_md, edit, restore, undo]
+        self.outputs = [knows, info, page, table, plot, detail, detail_md, edit, edit_reply, restore, undo]
         form = [text, kind, status, since, until, page]
         h = self.by_name
         self.inputs = [name, edit, *form]
@@ -604,11 +627,11 @@ class MemoryTab:
         gr.on([*refresh, tab.select], h["memories"], self.inputs, self.outputs, **quiet)
         previous.click(h["previous_page"], self.inputs, self.outputs, **quiet)
         following.click(h["next_page"], self.inputs, self.outputs, **quiet)
-        table.select(self.select, [name], [detail, detail_md, edit, restore], **quiet)
+        table.select(self.select, [name], [detail, detail_md, edit, edit_reply, restore], **quiet)
         for button in ("undo", "restore"):
             {"undo": undo, "restore": restore}[button].click(h[button], self.inputs, self.outputs, **quiet)
-        for clicked, handler in ((save, h["save"]), (delete, h["delete"])):
-            clicked.click(handler, self.inputs, [*self.outputs, chatbot], **quiet)
+        save.click(h["save"], [*self.inputs, edit_reply], [*self.outputs, chatbot], **quiet)
+        delete.click(h["delete"], self.inputs, [*self.outputs, chatbot], **quiet)
         gr.on(
             [add.click, new_memory.submit],
             h["add"],

@@ -65,6 +65,8 @@ class MemoryTabTexts:
     #: the facts line when forgetting is off (no time scale: nothing fades)
     facts_off: str
     edit_label: str
+    #: the reply box of a chat turn (its message is in the edit box)
+    edit_reply_label: str
     save: str
     saved: str
     delete: str
@@ -116,6 +118,7 @@ MEMORY_UI: dict[str, MemoryTabTexts] = {
         facts="strength {strength} · recalls {recalls} · last recall {last} · time scale {days} day(s) · retention {r}",
         facts_off="strength {strength} · recalls {recalls} · last recall {last} · forgetting is off: it never fades",
         edit_label="Edit the text",
+        edit_reply_label="The reply",
         save="Save changes",
         saved="Saved the new text.",
         delete="Delete",
@@ -180,6 +183,7 @@ MEMORY_UI: dict[str, MemoryTabTexts] = {
         facts="强度 {strength} · 回忆 {recalls} 次 · 上次回忆 {last} · 时间尺度 {days} 天 · 保持率 {r}",
         facts_off="强度 {strength} · 回忆 {recalls} 次 · 上次回忆 {last} · 遗忘已关闭：它不会淡忘",
         edit_label="编辑内容",
+        edit_reply_label="回复",
         save="保存修改",
         saved="已保存新内容。",
         delete="删除",

@@ -321,19 +321,8 @@ def test_a_name_is_shown_as_typed_never_as_a_link_or_markup(browser, served, lan
     assert name in toast
 
 
-def test_an_enter_that_confirms_an_input_method_candidate_sends_nothing(browser, served) -> None:  # type: ignore[no-untyped-def]
-    """Typing Chinese with pinyin, the Enter that picks the characters sent the half-typed
-    letters ("wo jin tian") as a message, stored as a turn. A plain Enter still sends."""
-    url, engine = served("zh")
-    t = ui_texts("zh")
-    page = browser.new_page(viewport={"width": 1100, "height": 900})
-    page.goto(url, wait_until="load")
-    page.locator("#sf-name textarea, #sf-name input").first.fill("小明")
-    page.get_by_role("button", name=t.remember, exact=True).click()
-    page.wait_for_function("n => document.querySelector('#sf-status').innerText.includes(n)", arg="小明",
-                           timeout=30_000)  # fmt: skip
-    box = page.locator("#sf-message textarea")
-    box.fill("wo jin tian")
+def compose_and_confirm(box: Any) -> None:
+    """An input method's composition in ``box``, ended by the Enter that picks the characters."""
     box.evaluate(
         """e => {
           e.dispatchEvent(new CompositionEvent("compositionstart", {bubbles: true}));
@@ -343,6 +332,28 @@ def test_an_enter_that_confirms_an_input_method_candidate_sends_nothing(browser,
           e.dispatchEvent(new CompositionEvent("compositionend", {bubbles: true, data: "我今天"}));
         }"""
     )
+
+
+def test_an_enter_that_confirms_an_input_method_candidate_sends_nothing(browser, served) -> None:  # type: ignore[no-untyped-def]
+    """Typing Chinese with pinyin, the Enter that picks the characters sent the half-typed
+    letters ("wo jin tian") as a message, stored as a turn. A plain Enter still sends."""
+    url, engine = served("zh")
+    t = ui_texts("zh")
+    page = browser.new_page(viewport={"width": 1100, "height": 900})
+    page.goto(url, wait_until="load")
+    name = page.locator("#sf-name textarea, #sf-name input").first
+    name.fill("xiao ming")  # the name box too signed in as the half-typed letters
+    compose_and_confirm(name)
+    page.wait_for_timeout(3000)
+    assert "xiao ming" not in page.locator("#sf-status").inner_text()
+    assert page.evaluate("() => localStorage.getItem('siliconfriend-name')") is None  # nor kept
+    name.fill("小明")
+    page.get_by_role("button", name=t.remember, exact=True).click()
+    page.wait_for_function("n => document.querySelector('#sf-status').innerText.includes(n)", arg="小明",
+                           timeout=30_000)  # fmt: skip
+    box = page.locator("#sf-message textarea")
+    box.fill("wo jin tian")
+    compose_and_confirm(box)
     page.wait_for_timeout(1500)
     assert not engine.bank.has_user("小明") or not engine.bank.history("小明")
     box.fill("我今天养了一只猫。")

@@ -162,17 +162,22 @@ def test_the_memory_tab_is_readable_and_under_the_users_control(browser, memory_
     shows(page, "#sf-detail-text", x["cat"][1])  # the full reply, not the excerpt
     shows(page, "#sf-detail-text", t.why_title)
     page.screenshot(path=str(artifacts() / f"browser_memory_detail_{language}.png"), full_page=True)
+    assert page.locator("#sf-edit-text textarea").input_value() == x["cat"][0]  # the message alone
+    assert page.locator("#sf-edit-reply textarea").input_value() == x["cat"][1]  # the reply in its own box
     page.locator("#sf-edit-text textarea").fill(x["edited"])
     page.locator("#sf-edit-save").click()
+    edited = (x["edited"], x["cat"][1])  # the reply kept where it was
     wait_until(
-        lambda: bank.history(user, date="2023-04-28")[0].text == x["edited"], 30, "the edit to be stored"
+        lambda: (lambda m: (m.query, m.response))(bank.history(user, date="2023-04-28")[0]) == edited,
+        30,
+        "the edit to be stored",
     )
     # Delete it, then undo.
     page.locator("#sf-delete").click()
     wait_until(lambda: not bank.history(user, date="2023-04-28"), 30, "the delete")
     page.locator("#sf-undo").click()
     wait_until(
-        lambda: [m.text for m in bank.history(user, date="2023-04-28")] == [x["edited"]], 30, "the undo"
+        lambda: [m.query for m in bank.history(user, date="2023-04-28")] == [x["edited"]], 30, "the undo"
     )
     # The undo's reply drawn (its button hidden) before the next action: on a busy machine the
     # page still renders it (table, chart) after the store has changed, and an action queued
@@ -253,13 +258,14 @@ def test_two_users_at_once_never_see_or_change_each_others_memories(browser, mem
     assert not bob.locator("#sf-undo").is_visible()
     click_row(bob, "secret")
     bob.locator("#sf-edit-text textarea").fill("Bob's note: buy milk.")
+    bob.locator("#sf-edit-reply textarea").fill("Noted.")
     bob.locator("#sf-edit-save").click()
-    wait_until(lambda: bank.history("Bob")[0].text == "Bob's note: buy milk.", 15, "Bob's edit")
+    wait_until(lambda: bank.history("Bob")[0].text == "Bob's note: buy milk.\nNoted.", 15, "Bob's edit")
     ann.locator("#sf-undo").click()
     wait_until(lambda: len(bank.history("Ann", date="2023-04-28")) == 1, 15, "Ann's undo")
     ann.locator("#sf-filter-apply").click()
     shows(ann, "#sf-memory-table", "I adopted")
     assert "milk" not in ann.locator("#sf-memory-table").inner_text()
-    assert [m.text for m in bank.history("Bob")] == ["Bob's note: buy milk."]
+    assert [(m.query, m.response) for m in bank.history("Bob")] == [("Bob's note: buy milk.", "Noted.")]
     for page in (ann, bob):
         page.context.close()

@@ -102,6 +102,9 @@ def test_new_user_gets_the_first_time_prompt_once(engine: SiliconFriend, echo: E
     assert "first conversation with Nora" in system_of(echo, 0)
     assert "first conversation" not in system_of(echo, 1)
     assert engine.start("Nora").returning
+    engine.new_conversation(session)  # a new conversation in the same session: not the first either
+    engine.reply(session, "I am back.")
+    assert "first conversation" not in system_of(echo, 2)
 
 
 def test_portrait_and_global_summary_reach_the_prompt(engine: SiliconFriend, echo: EchoChatModel) -> None:

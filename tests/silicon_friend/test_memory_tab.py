@@ -106,10 +106,15 @@ def test_edit_add_delete_undo_and_restore(forgetting_bank) -> None:  # type: ign
     out = app.memory_tab.memories("Ann", "", *FORM, ANN)
     assert [r[2] for r in rows(out)] == ["note 0 about the garden ok", "I adopted a cat named Miso. Lovely!"]
     detail = click_row(app, "Ann", 1, ANN)
-    assert "I adopted a cat named Miso." in detail[1] and detail[2]["value"].startswith("I adopted")
+    assert "I adopted a cat named Miso." in detail[1] and detail[2]["value"] == "I adopted a cat named Miso."
+    assert detail[3]["value"] == "Lovely!" and detail[3]["visible"]  # a turn's reply has a box of its own
     out = app.memory_tab.handlers()["save"]("Ann", "I adopted a cat named Mochi.", *FORM, ANN)
     cat = forgetting_bank.history("Ann", date="2023-04-28")[0]
-    assert cat.text == "I adopted a cat named Mochi." and "Mochi" in out[6]  # the detail shows it
+    # the reply kept (one box of both saved the reply into the message and emptied the reply)
+    assert (cat.query, cat.response) == ("I adopted a cat named Mochi.", "Lovely!") and "Mochi" in out[6]
+    app.memory_tab.handlers()["save"]("Ann", "I adopted a cat named Mochi.", *FORM, ANN, "How lovely!")
+    cat = forgetting_bank.history("Ann", date="2023-04-28")[0]
+    assert (cat.query, cat.response) == ("I adopted a cat named Mochi.", "How lovely!")
     out = app.memory_tab.handlers()["add"]("Ann", "My sister Jo lives in Lisbon.", *FORM, ANN)
     assert out[-1] == "" and any(
         m.query == "My sister Jo lives in Lisbon." for m in forgetting_bank.history("Ann")
@@ -125,17 +130,17 @@ def test_edit_add_delete_undo_and_restore(forgetting_bank) -> None:  # type: ign
     click_row(app, "Ann", 2, ANN)  # the cat
     out = app.memory_tab.handlers()["delete"]("Ann", "", *FORM, ANN)
     assert [m.date for m in forgetting_bank.history("Ann")] == ["2023-05-01", "2023-06-01"]
-    assert out[9]["visible"] is True  # "Undo delete" is offered
+    assert out[10]["visible"] is True  # "Undo delete" is offered
     out = app.memory_tab.handlers()["undo"]("Ann", "", *FORM, ANN)
     back = forgetting_bank.history("Ann", date="2023-04-28")
-    assert [m.text for m in back] == ["I adopted a cat named Mochi."] and back[0].memory_id == cat.memory_id
-    assert out[9]["visible"] is False
+    assert [m.query for m in back] == ["I adopted a cat named Mochi."] and back[0].memory_id == cat.memory_id
+    assert out[10]["visible"] is False
     forgetting_bank.archive("Ann", [cat.memory_id])  # hidden by the user: said so, not "forgotten"
     out = app.memory_tab.memories("Ann", "", "", "all", "forgotten", "", "", 1, ANN)
     assert [r[6] for r in rows(out)] == ["hidden"]
     assert "hidden" in click_row(app, "Ann", 0, ANN)[1]
     detail = click_row(app, "Ann", 0, ANN)
-    assert detail[3]["visible"] is True and "Hidden by you" in detail[1]
+    assert detail[4]["visible"] is True and "Hidden by you" in detail[1]
     app.memory_tab.handlers()["restore"]("Ann", "", "", "all", "forgotten", "", "", 1, ANN)
     assert not forgetting_bank.history("Ann", date="2023-04-28")[0].archived
 
@@ -296,11 +301,11 @@ def test_an_edit_or_delete_reaches_every_open_chat_of_the_user(forgetting_bank) 
     assert [t.query for t in app.sessions.get(other).session.turns] == ["My PIN is 4711."]
     app.memory_tab.memories("Ann", "", *FORM, ANN)
     click_row(app, "Ann", 0, ANN)
-    *_, chat = app.memory_tab.handlers()["save"]("Ann", "My PIN is secret.", *FORM, ANN)
+    *_, chat = app.memory_tab.handlers()["save"]("Ann", "My PIN is secret.", *FORM, ANN, "Noted.")
     assert "4711" not in str(chat) and "My PIN is secret." in str(chat)  # the chat on screen redrawn
     for request in (ANN, other):
         session = app.sessions.get(request).session
-        assert [(t.query, t.response) for t in session.turns] == [("My PIN is secret.", "")]
+        assert [(t.query, t.response) for t in session.turns] == [("My PIN is secret.", "Noted.")]
         assert "4711" not in str([m["content"] for m in app._render_tab(request)])
     list(steps(app.regenerate("Ann", 0.7, 0.9, 256, 40, ANN)))
     assert [m.query for m in forgetting_bank.history("Ann")] == ["My PIN is secret."]  # not undone

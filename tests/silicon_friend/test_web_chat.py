@@ -151,6 +151,8 @@ def test_a_reload_shows_the_recent_conversation(engine) -> None:  # type: ignore
     window = engine.settings.history_turns
     assert name == "Emily" and "Welcome back" in status
     assert said[::2] == [f"message {i}" for i in range(9 - window, 9)]
+    status, _kept = app.keep_name("Emily", reloaded)  # the next Send: still back, not "first" again
+    assert "Welcome back" in status
     assert app.on_load("Nobody", gr.Request(session_hash="x")) == (gr.update(), "", gr.update())
     assert app.on_load("", gr.Request(session_hash="y")) == (gr.update(), "", gr.update())
 
@@ -271,6 +273,15 @@ def test_a_reload_mid_reply_shows_the_reply_going_on_and_its_waiting_message(mak
         "Echo: and this one",
     ]
     assert len(app.engine.bank.history("Emily")) == 2
+
+
+def test_once_greeted_back_after_a_reload_the_next_send_does_not_say_first_again(make_engine) -> None:  # type: ignore[no-untyped-def]
+    app = WebApp(make_engine(EchoChatModel()))
+    list(steps(app.send("hello, I am new here", "Emily", *SLIDERS, ANON)))
+    session = app.sessions.get(ANON).session
+    assert "Welcome back" in app._welcome(session, reloaded=True)  # a reload with stored turns
+    status, _kept = app.keep_name("Emily", ANON)  # the next Send said "first conversation" again
+    assert "Welcome back" in status
     # Another login or another user does not take the tab over.
     assert app.sessions.adopt(gr.Request(session_hash="x"), "Nora") is None
 

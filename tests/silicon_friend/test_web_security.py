@@ -193,7 +193,7 @@ def test_handlers_never_act_on_another_logins_session(bank, clock) -> None:  # t
     alice = gr.Request(username="alice", session_hash="shared")
     bob = gr.Request(username="bob", session_hash="shared")
     list(steps(app.send(SECRET, "", *SLIDERS, alice)))
-    assert app.remove_last(bob) == [] and app.new_conversation(bob) == []
+    assert app.remove_last(bob) == [] and app.new_conversation(bob)[0] == []
     app.stop(bob)
     assert [m.query for m in bank.history("alice")] == [SECRET]
     assert [m["content"] for m in app.remove_last(alice)] == []  # alice's own action works
