@@ -676,6 +676,7 @@ class WebApp:
         max_new_tokens: float,
         top_k: float,
         request: gr.Request,
+        shown: Any = None,
     ) -> AsyncIterator[tuple[Any, ...]]:
         try:
             session = self._session(name, request)
@@ -685,6 +686,10 @@ class WebApp:
             yield gr.update(), gr.update()
             return
         tab = self._tab(request)
+        if not self._shows_current(shown, request):  # the turn redone would not be the one shown
+            self._info(self._t(request).changed_elsewhere, request)
+            yield self._render_tab(request), gr.update()
+            return
         if not session.turns or tab.busy():
             t = self._t(request)
             self._info(t.nothing_to_regenerate if not session.turns else t.wait_for_reply, request)
@@ -712,15 +717,25 @@ class WebApp:
         return [tab.session for tab in self.sessions.of_user(user) if tab.session is not None]
 
     def _edited_everywhere(self, user: str, memory: Memory) -> None:
-        """An edited memory shows its new words in every open chat of its user."""
+        """An edited memory shows its new words in every open chat of its user (their pages
+        redraw at their next watch tick, see :meth:`ended_tick`)."""
         for session in self._sessions_of(user):
             session.apply_edit(memory)
+        self._redraw_everywhere(user)
 
     def _drop_everywhere(self, user: str, memory_id: str) -> None:
         """A memory deleted from the store leaves every open chat of its user (another tab would
         still show it and send it to the model)."""
         for session in self._sessions_of(user):
             session.drop_memory(memory_id)
+        self._redraw_everywhere(user)
+
+    def _redraw_everywhere(self, user: str) -> None:
+        """After an edit or a deletion: every open page of the user redraws its chat, and a
+        memory file exported before it is no longer served (its link gave the old words)."""
+        self.downloads.drop_user(user)
+        for tab in self.sessions.of_user(user):
+            tab.chat_stale = True
 
     def finish(self, timeout: float = 30.0) -> bool:
         """Before the app stops: stop every reply being made, and each waiting one as it starts,
@@ -753,15 +768,31 @@ class WebApp:
         self.engine.new_conversation(session)
         return self._render_tab(request), self._welcome(session, self._t(request))
 
-    def remove_last(self, request: gr.Request) -> list[dict[str, str]]:
+    def _shows_current(self, shown: Any, request: gr.Request) -> bool:
+        """Whether the page's chat (``shown``; ``None``: not sent) shows the conversation's user
+        messages as they are now: another tab may have removed or edited a turn since, and Remove
+        Last Turn or Regenerate would act on a turn this page does not show."""
+        if shown is None:
+            return True
+        said = [
+            message_text(m.get("content")) for m in shown if isinstance(m, dict) and m.get("role") == "user"
+        ]
+        now = [message_text(m.get("content")) for m in self._render_tab(request) if m.get("role") == "user"]
+        return said == now
+
+    def remove_last(self, request: gr.Request, shown: Any = None) -> list[dict[str, str]]:
         """Remove the last turn from the chat and from the memories, undoably: the memory tab's
         "Undo delete" brings it back (after a reload the last turn shown is one read back from
-        the store, perhaps days old). Not while a reply is being made: the turn would be that one."""
+        the store, perhaps days old). Not while a reply is being made: the turn would be that one;
+        nor when the page shows an older state of the conversation (``shown``: the page's chat)."""
         session, t = self._current(request), self._t(request)
         if session is None:
             return self._render_tab(request)
         if self._tab(request).busy():
             self._info(t.wait_for_reply, request)
+            return self._render_tab(request)
+        if not self._shows_current(shown, request):
+            self._info(t.changed_elsewhere, request)
             return self._render_tab(request)
         with session.lock:
             turn = session.turns.pop() if session.turns else None
@@ -841,14 +872,19 @@ class WebApp:
         return (*drawn, gr.Timer(active=status is not None and status.active))
 
     def ended_tick(self, request: gr.Request) -> tuple[Any, ...]:
-        """The watch on "Forget me" pressed elsewhere (another tab, another browser): once the
-        tab's user is deleted, its page stops showing the deleted conversation, memories and
-        summaries (they stayed on screen until the tab did something). Outputs: (state line,
-        chat, the memory tab's outputs, export link, summary)."""
+        """The watch on what another tab (or browser) of the user did: once the user is deleted
+        ("Forget me"), this page stops showing the deleted conversation, memories and summaries;
+        a turn edited or deleted there is redrawn here (each stayed on screen until the tab did
+        something). Outputs: (state line, chat, the memory tab's outputs, export link, summary)."""
         keep = (gr.update(),) * (4 + len(self.memory_tab.outputs))
         tab = self._tab(request)
         session = tab.session
-        if session is None or not session.ended or tab.ended_drawn is session:
+        if session is None:
+            return keep
+        if not session.ended and tab.chat_stale and not tab.busy():  # edited or deleted elsewhere
+            tab.chat_stale = False
+            return (gr.update(), self._render_tab(request), *keep[2:])
+        if not session.ended or tab.ended_drawn is session:
             return keep
         tab.ended_drawn = session
         t = self._t(request)
@@ -1075,9 +1111,13 @@ class WebApp:
             stop.click(self.stop, None, None, queue=False)
             gr.on([new.click, chatbot.clear], self.new_conversation, None, [chatbot, status])
             regen.click(
-                self.regenerate, [name, *sliders], [chatbot, message], show_progress="minimal", **chat_limit
+                self.regenerate,
+                [name, *sliders, chatbot],
+                [chatbot, message],
+                show_progress="minimal",
+                **chat_limit,
             )
-            remove.click(self.remove_last, None, [chatbot])
+            remove.click(self.remove_last, [chatbot], [chatbot])
             summarize_event = summarize.click(self.summarize, [name], [summary], **quiet)
             # the background summaries' state, redrawn when it changes (no timer when summaries are off)
             timer = gr.Timer(POLL_SECONDS, active=self.engine.scheduler is not None)

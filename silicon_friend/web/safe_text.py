@@ -31,8 +31,9 @@ _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # ASCII punctuation: each may b
 
 
 def inert_markdown(text: str) -> str:
-    """``text`` as markdown that renders no HTML and embeds no image (see the module docstring)."""
-    text = text.replace("&", "&amp;").replace("<", "&lt;")
+    """``text`` as markdown that renders no HTML and embeds no image (see the module docstring).
+    A backslash shows as typed (``C:\\Users\\_temp`` lost its backslashes to markdown's escapes)."""
+    text = text.replace("\\", "\\\\").replace("&", "&amp;").replace("<", "&lt;")
     text = _IMAGE.sub(r"!\\[", text)
     return _REFERENCE.sub(r"\1\\[\2]:", text)  # reference definitions could feed an image
 

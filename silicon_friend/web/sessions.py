@@ -98,6 +98,8 @@ class WebSession:
     summary_seen: tuple[str, int, str] | None = None
     #: The conversation whose deletion ("Forget me" in another tab) this tab's page has drawn.
     ended_drawn: Session | None = None
+    #: Another tab changed this tab's conversation (a turn edited or deleted): its page redraws.
+    chat_stale: bool = False
     #: The last message sent from this tab and when (``time.monotonic``), see :meth:`repeated`.
     _last_sent: tuple[str, float] | None = None
     #: Messages refused since the last one went into the line (see :meth:`hand_back`).

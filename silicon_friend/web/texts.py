@@ -257,6 +257,8 @@ class UITexts:
     forget_unconfirmed: str
     queued: str
     wait_for_reply: str
+    #: Remove Last Turn or Regenerate on a page that shows an older state of the conversation
+    changed_elsewhere: str
     line_full: str
     sent_once: str
     removed_last: str
@@ -345,6 +347,7 @@ UI: dict[str, UITexts] = {
         forget_unconfirmed="Tick the box to confirm first.",
         queued="⏳ Queued: I will answer this after the current reply.",
         wait_for_reply="Wait until the current reply is finished.",
+        changed_elsewhere="This conversation changed in another tab; here it is as it is now. Nothing was removed or redone.",
         removed_last="Removed the last turn from the chat and from your memories. To bring it back, click “Undo delete” in My memories (within 10 minutes).",
         line_full="Too many messages are waiting for a reply; send this one when some are answered (it is still in the box).",
         sent_once="The same message twice at once (a double click?): sent once.",
@@ -447,6 +450,7 @@ UI: dict[str, UITexts] = {
         forget_unconfirmed="请先勾选确认框。",
         queued="⏳ 排队中：当前回复完成后我就回答这条消息。",
         wait_for_reply="请等当前回复完成。",
+        changed_elsewhere="这段对话在另一个标签页里有了变化，现在显示的是最新内容。没有删除或重新生成任何回复。",
         removed_last="已从对话和你的记忆中删除上一轮。想找回的话，请在“我的记忆”里点击“撤销删除”（10 分钟内有效）。",
         line_full="等待回复的消息太多了；请等前面的消息得到回复后再发送这条（它还在输入框里）。",
         sent_once="同一条消息连续发送了两次（双击了？）：只发送一次。",

@@ -36,7 +36,8 @@ def wait_chat(page: Any, text: str, timeout: float = 20_000) -> None:
 
 def open_as(browser: Any, url: str, name: str, language: str, context: Any = None) -> Any:  # noqa: F811
     t = ui_texts(language)
-    page = (context or browser).new_page(viewport={"width": 1100, "height": 1000})
+    page = context.new_page() if context is not None else browser.new_page()
+    page.set_viewport_size({"width": 1100, "height": 1000})
     page.goto(url, wait_until="load")
     page.locator("#sf-name textarea, #sf-name input").first.fill(name)
     page.get_by_role("button", name=t.remember, exact=True).click()
@@ -299,4 +300,35 @@ def test_mistakes_are_toasts_that_leave_the_page_usable(browser, served, languag
     page.get_by_label(t.forget_confirm).check()  # the box is not covered: it can be ticked
     assert fact in page.locator("#sf-memory-table").inner_text() and len(engine.bank.history(name)) == 1
     page.screenshot(path=str(artifacts() / f"browser_mistakes_{language}.png"), full_page=True)
+    page.close()
+
+
+def test_a_turn_removed_in_one_tab_leaves_the_other_tabs_page_by_itself(browser, served) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    """Tab B kept showing a turn tab A had removed, and its Remove Last Turn then removed another."""
+    url, engine = served("en")
+    context = browser.new_context()
+    a = open_as(browser, url, "Emily", "en", context)
+    for text in ("one: I have a cat", "two: I like tea", "three: I live in Paris"):
+        say(a, text)
+        wait_chat(a, f"Echo: {text}")
+    b = open_as(browser, url, "Emily", "en", context)
+    wait_chat(b, "three: I live in Paris")
+    a.locator("#sf-remove").click()
+    wait_until(lambda: len(engine.bank.history("Emily")) == 2, 15, "the removal")
+    b.wait_for_function(  # by itself, within a few seconds
+        "() => !document.querySelector('#sf-chatbot').innerText.includes('three')", timeout=15_000
+    )
+    context.close()
+
+
+def test_backslashes_show_as_typed(browser, served) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    """``C:\\Users\\_temp`` showed as ``C:\\Users_temp``: markdown took the backslashes as escapes."""
+    url, engine = served("en")
+    page = open_as(browser, url, "Emily", "en")
+    typed = r"my files are in C:\Users\_temp and a\_b, see \\server"
+    say(page, typed)
+    wait_chat(page, "Echo: ")
+    wait_chat(page, typed)
+    wait_until(lambda: engine.bank.has_user("Emily"), 20, "the turn to be stored")
+    assert [m.query for m in engine.bank.history("Emily")] == [typed]
     page.close()

@@ -185,6 +185,10 @@ def test_memory_tab_delete_export_and_forget_me(engine) -> None:  # type: ignore
     item = app.downloads.get(token, None)
     assert item is not None and item.filename == "memories_Emily.json"
     assert list(json.loads(item.data)) == ["Emily"]
+    app.remove_last(ANON)  # a deletion after the export: the exported file had the removed words
+    assert app.downloads.get(token, None) is None
+    link = app.export("Emily", ANON)
+    token = link["value"].split("sf-export/", 1)[1].split(")", 1)[0]
     with pytest.warns(UserWarning, match="Tick the box"):
         app.forget_me("Emily", False, ANON)
     assert engine.bank.has_user("Emily")
@@ -455,3 +459,26 @@ def test_a_double_click_window_does_not_slide_and_refused_messages_all_come_back
     assert tab.hand_back("first", 1) == "first\n\nsecond"  # refused at once: in the order sent
     tab.enqueue("third")
     assert tab.hand_back("fourth") == "fourth"
+
+
+def test_remove_last_and_regenerate_never_act_on_a_turn_the_page_does_not_show(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """Tab A removed "three"; tab B, still showing it, removed "two" (which it did not show as
+    last) or answered "two" again. Now B is told the conversation changed and sees it as it is;
+    its page is also redrawn at its next watch tick."""
+    app = WebApp(make_engine(EchoChatModel()))
+    other = gr.Request(session_hash="tab2")
+    for text in ("one", "two", "three"):
+        send(app, text)
+    app.remember("Emily", other)
+    shown_in_b = app._render_tab(other)  # what tab B's page shows
+    assert [m["content"] for m in said(shown_in_b)][-2:] == ["three", "Echo: three"]
+    app.remove_last(ANON, app._render_tab(ANON))  # tab A removes "three"
+    assert [m.query for m in app.engine.bank.history("Emily")] == ["one", "two"]
+    chat = app.remove_last(other, shown_in_b)  # tab B, from its stale page
+    assert [m.query for m in app.engine.bank.history("Emily")] == ["one", "two"]  # nothing removed
+    assert [m["content"] for m in said(chat)][-2:] == ["two", "Echo: two"]  # and it sees the turn now last
+    *_, (chat, _) = steps(app.regenerate("Emily", *SLIDERS, other, shown_in_b))
+    assert [(m.query, m.response) for m in app.engine.bank.history("Emily")] == [("one", "Echo: one"), ("two", "Echo: two")]
+    tick = app.ended_tick(other)  # the watch redraws the page of a tab whose turns changed elsewhere
+    assert tick[1] != gr.update() and [m["content"] for m in said(tick[1])][-1] == "Echo: two"
+    assert app.ended_tick(other)[1] == gr.update()  # once
