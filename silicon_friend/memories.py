@@ -106,6 +106,17 @@ PLOT_TEXTS: dict[str, PlotTexts] = {
 }
 
 
+#: The time axis's labels where the default (English month names: "Jan", "2027-Jan") does not
+#: fit the page's language; numbers only, so no locale is needed.
+_DATE_FORMATS: dict[str, dict[str, list[str]]] = {
+    "zh": {
+        "formats": ["%Y年", "%m月", "%d日", "%H:%M", "%H:%M", "%S.%f"],
+        "zero_formats": ["", "%Y年", "%m月", "%m月%d日", "%H:%M", "%H:%M"],
+        "offset_formats": ["", "%Y年", "%Y年%m月", "%Y年%m月%d日", "%Y年%m月%d日", "%Y年%m月%d日 %H:%M"],
+    }
+}
+
+
 def retention_figure(
     bank: MemoryBank,
     user: str,
@@ -159,7 +170,7 @@ def retention_figure(
     ax.axvline(today, color="grey", linestyle="--", linewidth=1, label=t.today)  # type: ignore[arg-type]
     locator = mdates.AutoDateLocator()
     ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, **_DATE_FORMATS.get(language, {})))
     ax.set_xlabel(t.x_label)
     ax.set_ylabel(t.y_label)
     ax.set_ylim(0, 1.05)

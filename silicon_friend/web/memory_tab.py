@@ -106,6 +106,8 @@ class TabView:
     user: str
     ids: list[str] = dataclasses.field(default_factory=list)
     selected: str | None = None
+    #: The memory whose words the edit boxes were filled with (a redraw keeps what was typed since)
+    filled: str | None = None
     undo: list[tuple[float, Deletion]] = dataclasses.field(default_factory=list)
 
     def deleted(self, deletion: Deletion) -> None:
@@ -275,8 +277,10 @@ class MemoryTab:
         *,
         keep_selection: bool = False,
         reset_detail: bool = False,
+        refill: bool = False,
     ) -> tuple[Any, ...]:
-        """Every output of the tab for ``user`` (see :attr:`outputs`), in ``ui``'s language.
+        """Every output of the tab for ``user`` (see :attr:`outputs`), in ``ui``'s language
+        (``refill``: the edit boxes show the stored words even if the same memory stays open).
 
         With ``keep_selection`` the memory this user's view has open stays open; with nothing
         open, the detail is left as it is unless ``reset_detail`` (a sign-in: the tab may still
@@ -308,6 +312,11 @@ class MemoryTab:
         else:
             view.selected = selected.memory_id if selected else None
             selection = self._selection(user, selected, t)
+            if selected is not None and view.filled == selected.memory_id and not refill:
+                # The same memory stays open (a search, a tab switch, a language switch): the
+                # edit boxes keep what the user typed and has not saved yet.
+                selection = (*selection[:2], gr.update(), gr.update(), *selection[4:])
+            view.filled = view.selected
         return (*shown, *selection, gr.update(visible=bool(view.undoable())))
 
     def _selection(self, user: str, memory: Memory | None, t: MemoryTabTexts) -> tuple[Any, ...]:
@@ -383,7 +392,16 @@ class MemoryTab:
                 return keep
         if not self.bank.has_user(user):
             return self.cleared(ui)
-        return self.view(user, view, flt, page, ui, keep_selection=keep_selection, reset_detail=reset_detail)
+        return self.view(
+            user,
+            view,
+            flt,
+            page,
+            ui,
+            keep_selection=keep_selection,
+            reset_detail=reset_detail,
+            refill=action is not None,  # what an action stored is what the boxes show
+        )
 
     def _handler(
         self,
@@ -469,7 +487,7 @@ class MemoryTab:
         if found is None:
             self.app._warn(t.gone, request)
             return (gr.update(),) * 5
-        view.selected = found.memory_id
+        view.selected = view.filled = found.memory_id
         return self._selection(user, found, t)
 
     # -- actions (user, their view in this tab, the text box's value, the request) ---------------

@@ -107,3 +107,17 @@ def test_a_cjk_font_installed_after_matplotlib_cached_its_fonts_is_found(monkeyp
     finally:
         memories.font_families.cache_clear()
     assert family[0] == "DejaVu Sans" and family[1] in memories.CJK_FONTS
+
+
+def test_the_plots_date_axis_speaks_the_pages_language(make_bank) -> None:  # type: ignore[no-untyped-def]
+    """The Chinese page's plot said "Jan" and "2027-Jan" under its curves."""
+    bank = make_bank()
+    fill(bank)
+    for language, month in (("zh", "月"), ("en", "")):
+        fig = retention_figure(bank, "Emily", language=language)
+        fig.canvas.draw()
+        ax = fig.axes[0]
+        labels = [t.get_text() for t in ax.get_xticklabels()] + [ax.xaxis.get_offset_text().get_text()]
+        shown = " ".join(labels)
+        english = any(m in shown for m in ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"))
+        assert (month in shown and not english) if language == "zh" else english or shown.strip(), shown

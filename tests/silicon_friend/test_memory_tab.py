@@ -355,3 +355,17 @@ def test_the_chinese_page_says_a_refused_memory_or_filter_in_chinese(forgetting_
         app.memory_tab.handlers()["add"]("Ann", "\u200b", *FORM, ANN)
     with pytest.warns(UserWarning, match="内容有 1,000,001 个字符"):
         app.memory_tab.handlers()["add"]("Ann", "字" * 1_000_001, *FORM, ANN)
+
+
+def test_a_redraw_keeps_an_unsaved_edit_and_an_action_shows_what_was_stored(forgetting_bank) -> None:  # type: ignore[no-untyped-def]
+    """A search, a tab switch or a language switch with a memory open wrote its stored words over
+    what the user had typed in the edit box and not saved yet."""
+    seed(forgetting_bank, n=1)
+    app = make_app(forgetting_bank)
+    app.memory_tab.memories("Ann", "", *FORM, ANN)
+    opened = click_row(app, "Ann", 1, ANN)
+    assert opened[2]["value"] == "I adopted a cat named Miso."
+    redrawn = app.memory_tab.memories("Ann", "", *FORM, ANN)  # the user typing meanwhile
+    assert redrawn[7] == gr.update() and redrawn[8] == gr.update() and "Miso" in redrawn[6]
+    saved = app.memory_tab.handlers()["save"]("Ann", "I adopted a cat named Mochi.", *FORM, ANN)
+    assert saved[7]["value"] == "I adopted a cat named Mochi."  # what was stored
