@@ -69,10 +69,17 @@ def load_tokens(path: str | Path) -> dict[str, str]:
     for token in data:
         if not isinstance(token, str) or len(token) < 16:
             raise InvalidInputError(f"token file {path}: every token needs 16+ characters")
-        if not (token.isascii() and token.isprintable()) or any(c.isspace() for c in token):
-            # An HTTP header carries ASCII: such a token could never match (refused, not ignored)
-            raise InvalidInputError(f"token file {path}: tokens are printable ASCII without spaces")
+        check_token(token, f"token file {path}")
     return {token: validate_user(user) for token, user in data.items()}
+
+
+def check_token(token: str, where: str) -> None:
+    """Refuse a token an ``Authorization`` header cannot carry as given: one that is not printable
+    ASCII, or begins or ends with a space (the header's value is trimmed), would never match."""
+    if not (token.isascii() and token.isprintable()) or token != token.strip():
+        raise InvalidInputError(
+            f"{where}: a token must be printable ASCII, without spaces at its ends (it could never match)"
+        )
 
 
 class Users:
@@ -238,18 +245,25 @@ def http_app(server: "MCPServer", users: Users, port: int) -> Any:
             return
         key = users.token_key(authorization)
         session = headers.get("mcp-session-id")
-        owner = owners.get(session) if session is not None else None
-        if owner is not None and not hmac.compare_digest(owner, key):
-            await refuse(send, 404, b'{"error": "no such session"}', [])  # as an unknown one: nothing told
-            return
+        if session is not None:
+            owner = owners.get(session)
+            # A session this token did not open, or whose opener is no longer known: as an
+            # unknown one (nothing told; its own client starts a new session).
+            if owner is None or not hmac.compare_digest(owner, key):
+                await refuse(send, 404, b'{"error": "no such session"}', [])
+                return
+            owners.move_to_end(session)  # in use: the last to be forgotten
+        closing = scope.get("method") == "DELETE" and session is not None
 
         async def tagged(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 for name, value in message.get("headers", []):
-                    if name.lower() == b"mcp-session-id":  # a session opened by this token
+                    if name.lower() == b"mcp-session-id" and session is None:  # opened by this token
                         owners[value.decode("latin-1")] = key
                         while len(owners) > MAX_SESSIONS:
                             owners.popitem(last=False)
+                if closing and 200 <= int(message.get("status", 0)) < 300:
+                    owners.pop(session or "", None)  # ended by its owner
             await send(message)
 
         await inner(scope, receive, tagged)
@@ -284,6 +298,7 @@ def serve(
         token = os.environ.get("MEMORYBANK_MCP_TOKEN") or secrets.token_urlsafe(24)
         if len(token) < 16:
             raise InvalidInputError("MEMORYBANK_MCP_TOKEN must have 16+ characters")
+        check_token(token, "MEMORYBANK_MCP_TOKEN")
         if "MEMORYBANK_MCP_TOKEN" not in os.environ:
             logger.warning("MCP bearer token for %r: %s", user, token)
         tokens = {token: user}

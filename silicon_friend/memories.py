@@ -166,7 +166,8 @@ def retention_figure(
         tau = float(np.asarray(scale).reshape(-1)[0])
         r = retention_array(days, np.full_like(days, m.strength), mode=cfg.mode, tau=tau)
         x = [start + dt.timedelta(days=float(d)) for d in days]
-        ax.plot(x, r, label=_short(m.text, 38) + f" (S={m.strength})", linewidth=1.4)  # type: ignore[arg-type]
+        label = _short(m.text, 38).replace("$", r"\$")  # a user's "$x$" is text, not math to typeset
+        ax.plot(x, r, label=label + f" (S={m.strength})", linewidth=1.4)  # type: ignore[arg-type]
     ax.axvline(today, color="grey", linestyle="--", linewidth=1, label=t.today)  # type: ignore[arg-type]
     locator = mdates.AutoDateLocator()
     ax.xaxis.set_major_locator(locator)

@@ -134,9 +134,11 @@ class MemoryBankMemory(BaseMemory):
         stored = self.bank.storage.memories_by_ids(self.bank.user(self.user).id, [t.memory_id for t in turns])
         now = {m.memory_id: m for m in stored if not m.hidden}
         self._session = [
-            _SessionTurn(t.memory_id, now[t.memory_id].query or "", now[t.memory_id].response or "")
+            t
+            if t not in turns  # older turns, outside the window, stay as they are
+            else _SessionTurn(t.memory_id, now[t.memory_id].query or "", now[t.memory_id].response or "")
             for t in self._session
-            if t.memory_id in now or t not in turns  # older turns outside the window stay as they are
+            if t not in turns or t.memory_id in now
         ]
         return self._session[-n:]
 

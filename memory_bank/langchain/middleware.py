@@ -15,8 +15,9 @@ Correct under checkpoints and retries:
   (in a shared thread an earlier message may be another user's). A summary another middleware
   put in the thread is not a user message; another thread's message with the same id is stored
   beside the first, never over it, and edited there; without a thread (an app that sends the
-  history itself, numbering messages per conversation) a message is told apart by its words: the
-  same words again are a replay or a regenerate, other words under a used id a new message;
+  history itself, numbering messages per conversation) a conversation is told apart by its earlier
+  user messages, and its first message by its words: a used id after another history is a new
+  message (the first message of a conversation edited in place is stored beside the old words);
 * an agent whose answer is not a plain AI message (structured output, a ``return_direct``
   tool) has that answer stored as the reply; without any answer the user's message is stored
   alone, with a warning, never dropped;
@@ -124,10 +125,15 @@ def _digest(query: str, response: str) -> str:
     return hashlib.sha256(json.dumps([query, response]).encode("utf-8")).hexdigest()[:16]
 
 
-def _refuse_if_deleted(bank: MemoryBank, user: str, memory_id: str, thread: str | None) -> None:
+def _refuse_if_deleted(
+    bank: MemoryBank, user: str, memory_id: str, thread: str | None, *, legacy: bool = False
+) -> None:
     """Raise :class:`MemoryDeletedError` when this thread's message ``memory_id`` (in either form)
-    was deleted, or a turn of that id that recorded no thread was (then any reuse is a replay)."""
-    for key in (f"{memory_id}#{thread}", f"{memory_id}#*"):
+    was deleted, or a turn of that id that recorded no thread was (then any reuse is a replay);
+    ``legacy``: a thread-less call, for which a turn an earlier version stored without a thread
+    (retired as ``#None``) counts as this message."""
+    keys = [f"{memory_id}#{thread}", f"{memory_id}#*", *([f"{memory_id}#None"] if legacy else [])]
+    for key in keys:
         day = bank.deleted_on(user, key)
         if day is not None:
             raise MemoryDeletedError(
@@ -137,12 +143,27 @@ def _refuse_if_deleted(bank: MemoryBank, user: str, memory_id: str, thread: str 
             )
 
 
-def _same_thread(memory: Memory, said: str, text: str, thread: str | None) -> bool:
-    """Whether the stored ``memory`` is this thread's message (``said``: the thread, or for a
-    message without one its words); a turn stored without either, before they were recorded, is
-    this message when it has its words."""
+def _same_thread(memory: Memory, said: str, thread: str | None) -> bool:
+    """Whether the stored ``memory`` is this thread's message (``said``: the thread, or without
+    one the conversation's key, see :func:`_conversation_key`); a turn an earlier version stored
+    without a thread is a thread-less message's, as it was then (its edits and deletion hold)."""
     stored = memory.extra.get(_THREAD)
-    return stored == said or (stored is None and thread is None and memory.query == text)
+    return stored == said or (stored is None and thread is None)
+
+
+def _said_before(messages: Sequence[BaseMessage], human: BaseMessage) -> list[tuple[str | None, str]]:
+    """The ids and words of the user messages before ``human`` in ``messages``."""
+    at = next((i for i, m in enumerate(messages) if m is human), len(messages))
+    return [(m.id, m.text) for m in messages[:at] if isinstance(m, HumanMessage) and not _from_middleware(m)]
+
+
+def _conversation_key(before: Sequence[tuple[str | None, str]], text: str) -> str:
+    """What stands for a conversation without a LangGraph thread: its user messages before this
+    one (a message edited in place keeps it; the same id after another history is another
+    conversation's), or for its first message the message's own words."""
+    if before:
+        return f"said:{_digest(json.dumps(list(before)), '')}"
+    return f"said:{_digest(text, '')}"
 
 
 def _other_answer(state: Any, human: BaseMessage) -> str | None:
@@ -354,10 +375,12 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
         bank, user = self.resolve_bank(runtime), self.resolve_user(runtime)
         thread = _thread_id()
         memory = None
+        messages = state["messages"]
         for human in said:
             last = human is said[-1]
             try:
-                memory = self._store(bank, user, human, reply if last else "", thread)
+                before = _said_before(messages, human) if thread is None else ()
+                memory = self._store(bank, user, human, reply if last else "", thread, before)
             except MemoryDeletedError as e:  # a replay or regeneration of a turn the user deleted
                 logger.info("turn %s was deleted on %s; not stored again", e.memory_id, e.deleted_on)
             except InvalidInputError as e:
@@ -369,18 +392,27 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
         return None
 
     @staticmethod
-    def _store(bank: MemoryBank, user: str, human: BaseMessage, response: str, thread: str | None) -> Memory:
+    def _store(
+        bank: MemoryBank,
+        user: str,
+        human: BaseMessage,
+        response: str,
+        thread: str | None,
+        before: Sequence[tuple[str | None, str]] = (),
+    ) -> Memory:
         """Store one user message with its reply under ``lc:<message id>``. The same message
         again (a replay, a retry) stores nothing; edited in place or answered anew in the same
         thread, the stored turn becomes what the thread shows, unless it was changed since
         this middleware wrote it (a user's edit in a memory view is never undone); another
         thread's message with the same id (a client numbering messages per thread) is stored
         beside it under an id of that thread's (``lc:<id>:<thread digest>``), never over it,
-        and edited there. Without a thread, the message's words stand for its thread: other words
-        under a used id are another conversation's message. An earlier message of the exchange
-        (``response`` empty) never empties a reply stored with it."""
+        and edited there. Without a thread, the conversation's earlier user messages (``before``:
+        their ids and words) stand for it, or for a conversation's first message its own words:
+        the same id after another history is another conversation's message. A turn stored
+        without either (by an earlier version) is this message, as it was then. An earlier
+        message of the exchange (``response`` empty) never empties a reply stored with it."""
         memory_id = turn_memory_id(human)
-        said = thread if thread is not None else f"said:{_digest(human.text, '')}"
+        said = thread if thread is not None else _conversation_key(before, human.text)
         stamp = {_WRITTEN: _digest(human.text, response), _THREAD: said}
         if memory_id is None:  # a message without an id: stored as it comes
             return bank.add_turn(user, human.text, response, extra=stamp)
@@ -391,12 +423,18 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
             )
         except MemoryDeletedError:
             memory = None  # this thread's message, deleted (refused below), or another thread's
-        if memory is None or not _same_thread(memory, said, human.text, thread):
-            _refuse_if_deleted(bank, user, memory_id, said)  # a replay, a regenerate, a retry
-            # Another thread's message with this id: this thread's own id for it.
-            memory = bank.add_turn(
-                user, human.text, response, memory_id=f"{memory_id}:{_digest(said, '')}", extra=stamp
-            )
+        if memory is None or not _same_thread(memory, said, thread):
+            _refuse_if_deleted(bank, user, memory_id, said, legacy=thread is None)  # a replay, a retry
+            # Another thread's message with this id: this thread's own id for it (or the id an
+            # earlier version gave this very turn, words and reply digested, on a replay of it).
+            earlier = f"{memory_id}:{_digest(human.text, response)}"
+            found = bank.storage.memories_by_ids(bank.user(user).id, [earlier]) if bank.has_user(user) else []
+            if found and found[0].extra.get(_THREAD) == said:
+                memory = found[0]
+            else:
+                memory = bank.add_turn(
+                    user, human.text, response, memory_id=f"{memory_id}:{_digest(said, '')}", extra=stamp
+                )
         if (memory.query, memory.response) == (human.text, response):
             return memory  # stored now, or this very turn again
         if not response and memory.response:

@@ -774,10 +774,20 @@ class WebApp:
         Last Turn or Regenerate would act on a turn this page does not show."""
         if shown is None:
             return True
+
+        def words(text: str) -> str:  # the page's copy went through Gradio's cleandoc (indents, tabs)
+            return " ".join(text.split())
+
         said = [
-            message_text(m.get("content")) for m in shown if isinstance(m, dict) and m.get("role") == "user"
+            words(message_text(m.get("content")))
+            for m in shown
+            if isinstance(m, dict) and m.get("role") == "user"
         ]
-        now = [message_text(m.get("content")) for m in self._render_tab(request) if m.get("role") == "user"]
+        now = [
+            words(message_text(m.get("content")))
+            for m in self._render_tab(request)
+            if m.get("role") == "user"
+        ]
         return said == now
 
     def remove_last(self, request: gr.Request, shown: Any = None) -> list[dict[str, str]]:

@@ -325,7 +325,7 @@ class MemoryTab:
         if memory is None:
             hidden = gr.update(value="", visible=False)
             return gr.update(visible=False), "", gr.update(value=""), hidden, gr.update(visible=False)
-        turn = memory.kind is MemoryKind.TURN
+        turn = memory.kind is MemoryKind.TURN and not memory.extra.get("added_by_hand")  # a note has no reply
         return (
             gr.update(visible=True),
             self._detail(user, memory, t),

@@ -205,3 +205,12 @@ def test_the_window_drops_what_was_deleted_and_shows_what_was_edited(bank: Memor
     assert "4242" not in history and "12 rue X" not in history and "I live in Paris." in history
     bank.delete_user("Emily")
     assert memory.load_memory_variables({"input": "hello"})["history"] == "" and memory.session == []
+
+
+def test_a_smaller_window_after_some_turns_is_no_error(bank: MemoryBank) -> None:
+    memory = as_memory(bank, "Emily", window=3)
+    for i in range(3):
+        memory.save_context({"input": f"message {i}"}, {"response": "ok"})
+    memory.window = 1
+    assert memory.session == [("message 2", "ok")]
+    assert "message 2" in memory.load_memory_variables({"input": "hi"})["history"]

@@ -407,3 +407,49 @@ def test_a_chat_turn_deleted_through_the_store_stays_deleted_on_a_replay(bank: M
     store.delete(("memories", "Emily"), "note")
     store.put(("memories", "Emily"), "note", {"content": "likes green tea"})
     assert store.get(("memories", "Emily"), "note").value["content"] == "likes green tea"  # type: ignore[union-attr]
+
+
+def test_without_a_thread_the_history_tells_conversations_apart_and_an_edit_replaces(bank: MemoryBank) -> None:
+    """The same "ok" under the same id after two different histories kept one turn (a reply was
+    lost); an edit in place of a later message was stored beside its old words (found first)."""
+    agent = create_agent(
+        recording_model("Zoo it is.", "Great, Friday.", "Dentist booked.", "Booked.", "Noted.", "Noted, edited."),
+        middleware=[MemoryBankMiddleware(bank, "Emily")],
+    )
+    zoo = [HumanMessage("Let's meet Friday at the zoo?", id="1")]
+    dentist = [HumanMessage("Book me a dentist on Tuesday?", id="1")]
+    agent.invoke({"messages": zoo})
+    agent.invoke({"messages": [*zoo, HumanMessage("ok", id="3")]})
+    agent.invoke({"messages": dentist})
+    agent.invoke({"messages": [*dentist, HumanMessage("ok", id="3")]})
+    assert sorted((m.query, m.response) for m in bank.history("Emily") if m.query == "ok") == [
+        ("ok", "Booked."),
+        ("ok", "Great, Friday."),
+    ]
+    agent.invoke({"messages": [*zoo, HumanMessage("My PIN is 4242.", id="5")]})
+    agent.invoke({"messages": [*zoo, HumanMessage("(PIN removed)", id="5")]})  # edited in place
+    said = [m.query for m in bank.history("Emily")]
+    assert "(PIN removed)" in said and "My PIN is 4242." not in said
+
+
+def test_turns_an_earlier_version_stored_without_a_thread_keep_their_deletion_and_edits(bank: MemoryBank) -> None:
+    """A turn stored with no thread recorded (lc_thread None), deleted, came back on a retry; one
+    the user edited came back beside the edit on a regenerate; a turn an earlier version stored
+    beside another thread's was stored again on a replay."""
+    old = {"lc_thread": None, "replay_of": "lc:7"}
+    bank.add_turn("Emily", "My new address is 12 Elm Street", "Noted.", memory_id="lc:7", extra=old)
+    bank.add_turn("Emily", "My card PIN is 4242", "Noted!", memory_id="lc:8", extra={**old, "replay_of": "lc:8"})
+    bank.delete_memory("Emily", "lc:7")
+    bank.update_memory("Emily", "lc:8", text="My card PIN is (removed)", response="Noted!")
+    agent = create_agent(recording_model("Noted again.", "Noted!!"), middleware=[MemoryBankMiddleware(bank, "Emily")])
+    agent.invoke({"messages": [HumanMessage("My new address is 12 Elm Street", id="7")]})
+    agent.invoke({"messages": [HumanMessage("My card PIN is 4242", id="8")]})
+    assert [(m.memory_id, m.query) for m in bank.history("Emily")] == [("lc:8", "My card PIN is (removed)")]
+    bank.add_turn("Emily", "I moved to Lisbon", "Nice!", memory_id="lc:1", extra={"lc_thread": "t1", "replay_of": "lc:1"})
+    beside = {"lc_thread": "t2", "replay_of": "lc:1"}
+    from memory_bank.langchain.middleware import _digest
+
+    bank.add_turn("Emily", "My sister is Ana", "Lovely.", memory_id=f"lc:1:{_digest('My sister is Ana', 'Lovely.')}", extra=beside)
+    replay = create_agent(recording_model("Lovely."), middleware=[MemoryBankMiddleware(bank, "Emily")], checkpointer=InMemorySaver())
+    replay.invoke({"messages": [HumanMessage("My sister is Ana", id="1")]}, _thread("t2"))
+    assert sorted(m.query for m in bank.history("Emily")) == ["I moved to Lisbon", "My card PIN is (removed)", "My sister is Ana"]

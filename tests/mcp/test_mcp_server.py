@@ -258,7 +258,7 @@ def test_tokens_an_http_header_cannot_carry_and_bad_ports_are_one_line(tmp_path:
     from memory_bank.mcp_server import load_tokens
 
     file = tmp_path / "tokens.json"
-    for token in ("pässwörd-0123456789", "has space 0123456789"):
+    for token in ("pässwörd-0123456789", " leading-space-0123456789"):
         file.write_text(json.dumps({token: "Emily"}), encoding="utf-8")
         with pytest.raises(InvalidInputError, match="printable ASCII"):
             load_tokens(file)
@@ -281,3 +281,47 @@ async def test_tool_errors_name_the_tools_own_arguments_and_bad_dates_are_refuse
         assert bad.is_error and "date" in bad.content[0].text  # type: ignore[union-attr]
         good = await session.call_tool("list_memories", {"date": bank.history("Emily")[0].date})
         assert not good.is_error
+
+
+async def test_session_owners_fail_closed_when_forgotten_and_go_with_a_delete(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Owners were forgotten oldest-opened first, used or not, and never on a DELETE: after enough
+    other sessions, any valid token could speak in, or end, a session whose owner was forgotten."""
+    import memory_bank.mcp_server as mcp_server
+    from memory_bank.mcp_server import Users, http_app
+
+    opened: list[str] = []
+
+    async def inner(scope: dict[str, Any], receive: Any, send: Any) -> None:  # the SDK's app, faked
+        headers = dict(scope["headers"])
+        extra = []
+        if b"mcp-session-id" not in headers:
+            opened.append(f"s{len(opened)}")
+            extra = [(b"mcp-session-id", opened[-1].encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": extra})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    class Server:
+        def streamable_http_app(self, **_: Any) -> Any:
+            return inner
+
+    monkeypatch.setattr(mcp_server, "MAX_SESSIONS", 2)
+    alice, bob = "a" * 32, "b" * 32
+    app = http_app(Server(), Users(tokens={alice: "Alice", bob: "Bob"}), 8765)  # type: ignore[arg-type]
+
+    async def call(token: str, session: str | None = None, method: str = "POST") -> int:
+        headers = [(b"authorization", f"Bearer {token}".encode())]
+        headers += [(b"mcp-session-id", session.encode())] if session else []
+        sent: list[dict[str, Any]] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        await app({"type": "http", "method": method, "headers": headers}, None, send)
+        return int(sent[0]["status"])
+
+    assert await call(alice) == 200 and opened == ["s0"]
+    for _ in range(2):
+        assert await call(bob) == 200  # Bob opens sessions until Alice's owner record is dropped
+    assert await call(bob, "s0") == 404 and await call(bob, "s0", "DELETE") == 404  # fails closed
+    assert await call(bob, "s2") == 200 and await call(bob, "s2", "DELETE") == 200
+    assert await call(bob, "s2") == 404  # its owner record went with the DELETE

@@ -332,3 +332,17 @@ def test_backslashes_show_as_typed(browser, served) -> None:  # type: ignore[no-
     wait_until(lambda: engine.bank.has_user("Emily"), 20, "the turn to be stored")
     assert [m.query for m in engine.bank.history("Emily")] == [typed]
     page.close()
+
+
+def test_remove_last_works_after_a_message_with_an_indent(browser, served) -> None:  # type: ignore[no-untyped-def]  # noqa: F811
+    """The page's copy of a message loses its indent and tabs (Gradio's cleandoc): the check that
+    the page shows the conversation as it is refused Remove Last Turn for good after one."""
+    url, engine = served("zh")
+    page = open_as(browser, url, "小明", "zh")
+    for text in ("\u3000\u3000今天天气很好，我去公园散步了。", "第二条\n  缩进的一行\t和制表符"):
+        say(page, text)
+        wait_chat(page, "Echo: ")
+        wait_until(lambda t=text: engine.bank.has_user("小明") and t in [m.query for m in engine.bank.history("小明")], 20, "stored")
+    page.locator("#sf-remove").click()
+    wait_until(lambda: len(engine.bank.history("小明")) == 1, 15, "the removal")
+    page.close()

@@ -121,3 +121,13 @@ def test_the_plots_date_axis_speaks_the_pages_language(make_bank) -> None:  # ty
         shown = " ".join(labels)
         english = any(m in shown for m in ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"))
         assert (month in shown and not english) if language == "zh" else english or shown.strip(), shown
+
+
+def test_dollar_signs_in_a_memory_are_text_in_the_plot(make_bank) -> None:  # type: ignore[no-untyped-def]
+    """A memory with ``$x^2$`` made the plot's legend parse it as math, and "$$" crashed the plot."""
+    bank = make_bank()
+    bank.add_turn("Emily", "$x^2$ and $$y$$", "ok", at="2023-05-01T10:00")
+    fig = retention_figure(bank, "Emily")
+    fig.tight_layout()
+    fig.canvas.draw()
+    assert "$x^2$ and $$y$$" in fig.axes[0].get_legend_handles_labels()[1][0].replace("\\$", "$")

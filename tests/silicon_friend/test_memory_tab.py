@@ -369,3 +369,10 @@ def test_a_redraw_keeps_an_unsaved_edit_and_an_action_shows_what_was_stored(forg
     assert redrawn[7] == gr.update() and redrawn[8] == gr.update() and "Miso" in redrawn[6]
     saved = app.memory_tab.handlers()["save"]("Ann", "I adopted a cat named Mochi.", *FORM, ANN)
     assert saved[7]["value"] == "I adopted a cat named Mochi."  # what was stored
+
+
+def test_a_note_added_by_hand_has_no_reply_box(forgetting_bank) -> None:  # type: ignore[no-untyped-def]
+    app = make_app(forgetting_bank)
+    app.memory_tab.handlers()["add"]("Ann", "My sister Jo lives in Lisbon.", *FORM, ANN)
+    detail = click_row(app, "Ann", 0, ANN)
+    assert detail[2]["value"] == "My sister Jo lives in Lisbon." and detail[3]["visible"] is False
