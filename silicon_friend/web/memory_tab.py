@@ -627,7 +627,7 @@ class MemoryTab:
                     gr.Button(t.delete, variant="stop", elem_id="sf-delete"), value="memory.delete"
                 )
         undo = tr.add(gr.Button(t.undo, visible=False, elem_id="sf-undo"), value="memory.undo")
-        plot = gr.Plot(elem_id="sf-plot")
+        plot = tr.add(gr.Plot(label=t.plot_label, elem_id="sf-plot"), label="memory.plot_label")
 
         self.outputs = [knows, info, page, table, plot, detail, detail_md, edit, edit_reply, restore, undo]
         form = [text, kind, status, since, until, page]

@@ -67,6 +67,8 @@ class MemoryTabTexts:
     edit_label: str
     #: the reply box of a chat turn (its message is in the edit box)
     edit_reply_label: str
+    #: the label of the retention plot (Gradio's own default follows the browser's language)
+    plot_label: str
     save: str
     saved: str
     delete: str
@@ -119,6 +121,7 @@ MEMORY_UI: dict[str, MemoryTabTexts] = {
         facts_off="strength {strength} · recalls {recalls} · last recall {last} · forgetting is off: it never fades",
         edit_label="Edit the text",
         edit_reply_label="The reply",
+        plot_label="How the memories fade",
         save="Save changes",
         saved="Saved the new text.",
         delete="Delete",
@@ -184,6 +187,7 @@ MEMORY_UI: dict[str, MemoryTabTexts] = {
         facts_off="强度 {strength} · 回忆 {recalls} 次 · 上次回忆 {last} · 遗忘已关闭：它不会淡忘",
         edit_label="编辑内容",
         edit_reply_label="回复",
+        plot_label="记忆如何淡忘",
         save="保存修改",
         saved="已保存新内容。",
         delete="删除",

@@ -149,6 +149,7 @@ def test_the_memory_tab_is_readable_and_under_the_users_control(browser, memory_
     )
     assert heights and max(heights) < 50, heights
     page.wait_for_selector("#sf-plot img, #sf-plot svg, #sf-plot canvas", timeout=15_000)
+    assert page.locator("#sf-plot label").first.inner_text() == t.plot_label  # not Gradio's "Plot"
     page.screenshot(path=str(artifacts() / f"browser_memory_tab_{language}.png"), full_page=True)
     # Page 2 holds the rest, and says so.
     page.locator("#sf-page-next").click()
