@@ -16,6 +16,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -98,6 +99,12 @@ _MIGRATIONS: dict[int, str] = {
     # 6 -> 7: the memory ids deletes retired (a retried add of a deleted turn stores nothing).
     6: DELETED_IDS_TABLE.format(bigint="INTEGER", day="TEXT"),
 }
+
+
+def _busy(e: sqlite3.OperationalError) -> bool:
+    """Whether SQLite gave up waiting for a lock another connection holds."""
+    code = getattr(e, "sqlite_errorcode", None)  # Python 3.11+
+    return (code & 0xFF) == sqlite3.SQLITE_BUSY if code is not None else "database is locked" in str(e)
 
 
 class _Handle:
@@ -300,9 +307,38 @@ class SQLiteStorage(SQLStorage):
         with self._using() as conn:
             return self._transaction(conn, fn)
 
+    #: How long one try for the write lock waits in the main thread before Python runs again.
+    LOCK_TRY_MS = 100
+
+    def _begin(self, conn: sqlite3.Connection) -> None:
+        """``BEGIN IMMEDIATE``, waiting up to ``busy_timeout_s`` for the write lock. In the main
+        thread the wait is a series of short tries: SQLite's own wait runs no Python, so a
+        Ctrl-C (a signal handler) would go unseen until another process let the lock go, up to
+        a minute. Between tries the handlers run, and an interrupt leaves no transaction open."""
+        if self._busy_ms <= self.LOCK_TRY_MS or threading.current_thread() is not threading.main_thread():
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        deadline = time.monotonic() + self._busy_ms / 1000
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {self.LOCK_TRY_MS}")
+            while True:
+                try:
+                    conn.execute("BEGIN IMMEDIATE")
+                    break
+                except sqlite3.OperationalError as e:
+                    if not _busy(e) or time.monotonic() >= deadline:
+                        raise
+            conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute(f"PRAGMA busy_timeout = {self._busy_ms}")
+            raise
+
     def _transaction(self, conn: sqlite3.Connection, fn: Callable[[Cursor], T]) -> T:
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            self._begin(conn)
             try:
                 result = fn(conn)
             except BaseException:

@@ -4,6 +4,7 @@ adds, and search caches that follow every committed write (threads and separate 
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -407,3 +408,35 @@ def test_a_delete_racing_close_is_reported_exactly_as_it_happened(make_bank) -> 
             mismatches.append((r, outcome, gone))
         bank.add_turn("Ann", f"another note {r} about apples", "ok", at=f"2023-05-02T10:{r % 60:02d}")
     assert mismatches == []
+
+
+def test_a_ctrl_c_while_another_process_holds_the_write_lock_is_seen_at_once(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """SQLite's own wait for the write lock runs no Python: a Ctrl-C in a terminal chat saving a
+    turn while an import held the lock went unseen for up to the busy timeout (a minute). The
+    main thread now waits in short tries, so the interrupt ends the wait, and leaves no
+    transaction (nor lock) behind."""
+    import _thread
+
+    from memory_bank.stores.sqlite import DB_FILENAME, SQLiteStorage
+
+    storage = SQLiteStorage(tmp_path, busy_timeout_s=8)
+    u = storage.ensure_user("Ann").id
+    other = sqlite3.connect(tmp_path / DB_FILENAME, isolation_level=None, timeout=0)
+    other.execute("BEGIN IMMEDIATE")  # another process writing (an import)
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    start = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            storage.add_turn(u, turn("Ann", "2023-05-01", "hiking"), vec(1, 0, 0, 0), ENC)
+        waited = time.monotonic() - start
+    finally:
+        timer.cancel()
+        other.execute("ROLLBACK")
+    assert waited < 4, f"the interrupt was seen after {waited:.1f} s, at the end of SQLite's wait"
+    other.execute("BEGIN IMMEDIATE")  # the interrupted write left no lock held
+    other.execute("ROLLBACK")
+    other.close()
+    storage.add_turn(u, turn("Ann", "2023-05-01", "hiking"), vec(1, 0, 0, 0), ENC)  # and works on
+    assert [m.text for m in storage.memories(u)] == ["hiking"]
+    storage.close()
