@@ -129,6 +129,7 @@ class Turn:
     temporary: bool = False
     resumed: bool = False  # read back from the store (a reload), not answered in this session
     unsaved: bool = False  # storing it failed: the front ends must not say it was saved
+    error_before_save: str | None = None  # ``error`` before the failed save added its reason
 
     @property
     def failed(self) -> bool:
@@ -298,11 +299,13 @@ class SiliconFriend:
             ]
 
     def new_conversation(self, session: Session) -> None:
-        """Empty the on-screen conversation; memories stay."""
+        """Empty the on-screen conversation; memories stay. A turn the store could not take is
+        stored now if it can be, else it stays on screen, unsaved, to be stored with the next."""
         with session.lock:
+            self._save_earlier(session, None)
             if any(turn.stored for turn in session.turns):
                 session.returning = True  # the next conversation is not the first (it was told so)
-            session.turns.clear()
+            session.turns[:] = [turn for turn in session.turns if turn.unsaved]
 
     def stop(self, session: Session) -> None:
         """Ask a reply being streamed in ``session`` to stop (the part shown so far is kept)."""
@@ -475,6 +478,7 @@ class SiliconFriend:
         day = now.date().isoformat()
         grows = {m.memory_id for m in used if (m.last_recall_date or "") < day}
         marks = {"stopped": True} if turn.stopped else None  # a reload says so too
+        self._save_earlier(session, turn)
         try:
             try:
                 memory = self.bank.add_turn(
@@ -491,7 +495,7 @@ class SiliconFriend:
             turn.memory_id = memory.memory_id  # last: "stored" is only ever shown after the commit
         except MemoryBankError as e:
             logger.exception("could not store the turn of %r", session.user)
-            turn.unsaved = True
+            turn.unsaved, turn.error_before_save = True, turn.error
             turn.error = f"{turn.error + '; ' if turn.error else ''}{reason('not_saved', detail=str(e))}"
             return
         if self.scheduler is not None:
@@ -499,6 +503,28 @@ class SiliconFriend:
                 self.scheduler.on_turn(session.user, now.date())
             except Exception:
                 logger.exception("the day-summary scheduler failed")
+
+    def _save_earlier(self, session: Session, turn: Turn | None) -> None:
+        """Store, before ``turn``, the turns of ``session`` that could not be stored when they
+        were said (a full disk, a store another process held locked past the wait), oldest
+        first, each at the time it was said: a passing failure loses no message. While the store
+        still fails they stay unsaved, and are tried again with the next turn."""
+        for earlier in session.turns:
+            if earlier is turn or not earlier.unsaved or earlier.temporary:
+                continue
+            marks = {"stopped": True} if earlier.stopped else None
+            at = dt.datetime.fromisoformat(earlier.timestamp)
+            try:
+                memory = self.bank.add_turn(session.user, earlier.query, earlier.response, at=at, extra=marks)
+            except MemoryBankError as e:
+                logger.warning("the unsaved turn of %r could not be stored yet: %s", session.user, e)
+                return
+            earlier.memory_id, earlier.unsaved, earlier.error = memory.memory_id, False, earlier.error_before_save
+            if self.scheduler is not None:
+                try:
+                    self.scheduler.on_turn(session.user, at.date())
+                except Exception:
+                    logger.exception("the day-summary scheduler failed")
 
     def regenerate(
         self,

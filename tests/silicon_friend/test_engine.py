@@ -440,3 +440,58 @@ def test_small_models_are_asked_for_a_short_reply_under_a_reply_cap(make_engine,
     engine.reply(engine.start("Emily"), "Hi", ChatSettings(max_new_tokens=400))
     assert "one to three short sentences" in system_of(echo)
     assert echo.calls[0]["kwargs"]["max_tokens"] == SMALL_MODEL.max_reply_tokens
+
+
+def test_a_turn_the_store_could_not_take_is_stored_with_the_next_one(engine: SiliconFriend, clock) -> None:  # type: ignore[no-untyped-def]
+    """A passing store failure (a full disk freed, a lock another process held past the wait)
+    lost the message for good: it was only ever said to be unsaved. It is now stored before the
+    next turn, at the time it was said, and the front ends stop calling it unsaved."""
+    from memory_bank.errors import StoreError
+
+    bank = engine.bank
+    real = bank.add_turn
+    full = {"on": True}
+
+    def add_turn(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if full["on"]:
+            raise StoreError("the disk holding the store is full")
+        return real(*args, **kwargs)
+
+    bank.add_turn = add_turn  # type: ignore[method-assign]
+    session = engine.start("Emily")
+    lost = engine.reply(session, "My sister Ana moved to Lisbon.")
+    said_at = lost.timestamp
+    assert lost.unsaved and "full" in (lost.error or "")
+    clock.advance(hours=2)
+    still = engine.reply(session, "Still there?")  # the disk is still full: both wait
+    assert lost.unsaved and still.unsaved and not bank.has_user("Emily")
+    full["on"] = False  # space freed
+    clock.advance(hours=2)
+    engine.reply(session, "Where does my sister live?")
+    stored = bank.history("Emily")
+    assert [m.query for m in stored] == ["My sister Ana moved to Lisbon.", "Still there?", "Where does my sister live?"]
+    assert stored[0].timestamp == said_at and stored[0].response == lost.response
+    assert not any(t.unsaved for t in session.turns) and lost.error is None and still.error is None
+    assert [t.memory_id for t in session.turns] == [m.memory_id for m in stored]
+
+
+def test_new_conversation_stores_or_keeps_a_turn_the_store_could_not_take(engine: SiliconFriend) -> None:
+    from memory_bank.errors import StoreError
+
+    bank = engine.bank
+    real = bank.add_turn
+    full = {"on": True}
+
+    def add_turn(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if full["on"]:
+            raise StoreError("the disk holding the store is full")
+        return real(*args, **kwargs)
+
+    bank.add_turn = add_turn  # type: ignore[method-assign]
+    session = engine.start("Emily")
+    lost = engine.reply(session, "My sister Ana moved to Lisbon.")
+    engine.new_conversation(session)  # still full: the turn stays on screen, unsaved
+    assert session.turns == [lost] and lost.unsaved
+    full["on"] = False
+    engine.new_conversation(session)  # it can be stored now: it is, and the screen empties
+    assert session.turns == [] and [m.query for m in bank.history("Emily")] == ["My sister Ana moved to Lisbon."]

@@ -543,6 +543,10 @@ def test_a_failed_reply_says_in_the_pages_language_whether_the_message_was_saved
     lost = [m["content"] for m in shown if m["role"] == "assistant" and "⚠️" in str(m["content"])][-1]
     assert lost.startswith(t.not_saved.split("{error}")[0]) and "disk is full" in lost
     assert t.model_failed.split("{error}")[-1] not in lost  # never "Your message was saved"
+    monkeypatch.undo()  # space freed: the next message stores the one that waited, and the page says so
+    shown = list(steps(app.send("Still there?", "Emily", *SLIDERS, ANON)))[-1][0]
+    assert not [m for m in shown if t.not_saved.split("{error}")[0] in str(m["content"])]
+    assert [m.query for m in app.engine.bank.history("Emily")] == ["Hello there", "Are you there?", "Still there?"]
 
 
 def test_a_refusal_toast_is_in_the_pages_language(engine) -> None:  # type: ignore[no-untyped-def]
