@@ -307,6 +307,13 @@ class SiliconFriend:
                 session.returning = True  # the next conversation is not the first (it was told so)
             session.turns[:] = [turn for turn in session.turns if turn.unsaved]
 
+    def store_unsaved(self, session: Session) -> bool:
+        """Try once more to store the turns of ``session`` the store could not take (a front end
+        about to close); whether every turn is stored now."""
+        with session.lock:
+            self._save_earlier(session, None)
+            return not any(turn.unsaved for turn in session.turns)
+
     def stop(self, session: Session) -> None:
         """Ask a reply being streamed in ``session`` to stop (the part shown so far is kept)."""
         session.cancel.set()

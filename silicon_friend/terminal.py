@@ -207,7 +207,7 @@ def run_chat(
     while True:
         line = _read(input_fn, fill(t.you), out, t)
         if line is None or line.strip() == "stop":
-            lost = any(turn.unsaved for turn in session.turns)
+            lost = not engine.store_unsaved(session)  # a last try for what the store could not take
             out.write(fill(t.bye_unsaved if lost else t.bye) + "\n")
             return 0
         command = line.strip()

@@ -182,6 +182,19 @@ def test_a_message_that_cannot_be_stored_is_never_called_saved(make_engine, monk
     assert "your message was saved" not in text
     assert "Some of this chat's messages were NOT saved" in text and "Your memories are saved" not in text
     assert not engine.bank.has_user("Emily")
+    monkeypatch.undo()
+    real, calls = engine.bank.add_turn, []
+
+    def full_once(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(args)
+        if len(calls) == 1:
+            raise StoreError("database or disk is full")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine.bank, "add_turn", full_once)
+    text = drive(engine, ["one more"])  # the disk has space again when the user quits: stored then
+    assert "your message was NOT saved:" in text and "Some of this chat's messages were NOT saved" not in text
+    assert [m.query for m in engine.bank.history("Emily")] == ["one more"]
 
 
 def test_chinese_failures_are_said_in_chinese(make_engine) -> None:  # type: ignore[no-untyped-def]
