@@ -371,12 +371,182 @@ def _may_name_a_relative_day(text: str) -> bool:
     return "today" in low or "yesterday" in low
 
 
+# -- days and weeks counted back from today ("last Tuesday", "two weeks ago", "上周三", "三天前")
+_WEEKDAYS_EN = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_EN_NUMBERS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
+    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "couple of": 2,
+}  # fmt: skip
+_EN_NUMBER = "|".join(sorted((re.escape(w) for w in _EN_NUMBERS), key=len, reverse=True))
+_ZH_DIGITS = {
+    "零": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "兩": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
+_ZH_NUMBER = r"\d{1,3}|[一二两兩三四五六七八九十]{1,3}"
+_ZH_WEEK = r"(?:星期|礼拜|禮拜|周|週)"
+#: A weekday after 星期/礼拜 (天 and 日 are Sunday) or after 周 (日 only: 周天 is rare, and 这周天气
+#: is "this week's weather"); 一 not when it starts a word (上周一起去 is "went together last week").
+_ZH_WEEKDAY = (
+    r"(?:(?:星期|礼拜|禮拜)(?P<zh_wd>[一二三四五六日天1-7])|(?:周|週)(?P<zh_wd2>[一二三四五六日1-7]))"
+    r"(?![起直样樣下些点點共定般切同])"
+)
+_BACK = re.compile(
+    "|".join(
+        [
+            rf"\b(?P<en_n>{_EN_NUMBER}|\d{{1,3}})\s+(?P<en_unit>day|week|month)s?\s+ago\b",
+            rf"\b(?:last|this\s+past)\s+(?P<en_wd>{'|'.join(_WEEKDAYS_EN)})\b",
+            r"\b(?:last|this\s+past)\s+(?P<en_weekend>weekend)\b",
+            r"\blast\s+(?P<en_week>week)\b",
+            r"\blast\s+(?P<en_month>month)\b",
+            r"\b(?P<en_tonight>this\s+morning|this\s+afternoon|this\s+evening|tonight|earlier\s+today)\b",
+            r"\b(?P<en_last_night>last\s+night)\b",
+            rf"(?P<zh_n>{_ZH_NUMBER})\s*(?:(?P<zh_day>[天日])|[个個]?\s*(?P<zh_wk>{_ZH_WEEK})|[个個]\s*(?P<zh_mo>月))\s*(?:以)?前",
+            rf"(?P<zh_rel>上上|上|这|這|本)\s*[个個]?\s*(?:{_ZH_WEEKDAY}|(?P<zh_weekend>{_ZH_WEEK}末)|(?P<zh_week>{_ZH_WEEK}))",
+            r"(?P<zh_last_mo>上上|上)\s*[个個]?\s*月(?:\s*(?P<zh_mo_day>\d{1,2})\s*[日号號])?",
+            r"(?P<zh_part>今早|今晚|今夜|昨晚|昨夜|昨日|前晚)",
+        ]
+    ),
+    re.I,
+)
+_ZH_PARTS = {"今早": 0, "今晚": 0, "今夜": 0, "昨晚": 1, "昨夜": 1, "昨日": 1, "前晚": 2}
+
+
+def _may_count_back(text: str) -> bool:
+    """False only when no pattern of ``_BACK`` can match (a substring test, far cheaper)."""
+    if any(c in text for c in "前上这這本今昨") or not _FOLDS_TO_ASCII.isdisjoint(text):
+        return True
+    low = text.lower()
+    return any(w in low for w in ("ago", "last", "past", "this", "tonight", "earlier"))
+
+
+def _zh_number(text: str) -> int:
+    """``"3"``, ``"三"``, ``"十二"``, ``"二十"``, ``"两"``: the number (0 where it is not one)."""
+    if text.isdigit():
+        return int(text)
+    if "十" not in text:
+        return _ZH_DIGITS.get(text, 0) if len(text) == 1 else 0
+    tens, _, ones = text.partition("十")
+    if (
+        len(tens) > 1
+        or len(ones) > 1
+        or (tens and tens not in _ZH_DIGITS)
+        or (ones and ones not in _ZH_DIGITS)
+    ):
+        return 0
+    return (_ZH_DIGITS[tens] if tens else 1) * 10 + (_ZH_DIGITS[ones] if ones else 0)
+
+
+def _minus_months(day: dt.date, n: int) -> tuple[int, int]:
+    """The (year, month) ``n`` months before ``day``'s."""
+    index = day.year * 12 + day.month - 1 - n
+    return index // 12, index % 12 + 1
+
+
+def _count_back(g: dict[str, str], now: dt.date) -> tuple[list[dt.date], list[tuple[int, int]]]:
+    """The days and months one match of ``_BACK`` (its groups ``g``, "" where unmatched) names,
+    counted back from ``now``."""
+    days: list[dt.date] = []
+    months: list[tuple[int, int]] = []
+    monday = now - dt.timedelta(days=now.weekday())
+    if g["en_n"] or g["zh_n"]:
+        n = _EN_NUMBERS.get(" ".join(g["en_n"].lower().split())) if g["en_n"] else None
+        n = n if n is not None else _zh_number(g["zh_n"] or g["en_n"])
+        unit = (g["en_unit"] or "").lower()
+        if n <= 0 or n > 400:
+            return days, months
+        if unit == "day" or g["zh_day"]:
+            days.append(now - dt.timedelta(days=n))
+        elif unit == "week" or g["zh_wk"]:
+            spread = 1 if n == 1 else 2
+            days += [now - dt.timedelta(days=7 * n + d) for d in range(-spread, spread + 1)]
+        elif n <= 120:
+            months.append(_minus_months(now, n))
+    elif g["en_wd"]:
+        back = (now.weekday() - _WEEKDAYS_EN.index(g["en_wd"].lower())) % 7 or 7
+        day = now - dt.timedelta(days=back)
+        days += [day, day - dt.timedelta(days=7)] if day >= monday else [day]
+    elif g["en_weekend"] or g["zh_weekend"]:
+        weeks = 2 if g["zh_rel"] == "上上" else 1
+        if g["zh_rel"] in ("这", "這", "本"):
+            weeks = 0
+        sat = monday - dt.timedelta(days=7 * weeks - 5)
+        days += [d for d in (sat, sat + dt.timedelta(days=1)) if d <= now]
+    elif g["en_week"] or g["zh_week"]:
+        weeks = {"上上": 2, "上": 1}.get(g["zh_rel"] or "上", 0)
+        start = monday - dt.timedelta(days=7 * weeks)
+        days += [d for d in (start + dt.timedelta(days=i) for i in range(7)) if d <= now]
+    elif g["zh_wd"] or g["zh_wd2"]:  # a weekday of last week, of the week before, of this week
+        mark = g["zh_wd"] or g["zh_wd2"]
+        index = 6 if mark in "日天7" else int(mark) - 1 if mark.isdigit() else "一二三四五六".index(mark)
+        weeks = {"上上": 2, "上": 1}.get(g["zh_rel"], 0)
+        day = monday - dt.timedelta(days=7 * weeks - index)
+        if day <= now:
+            days.append(day)
+    elif g["en_month"]:
+        months.append(_minus_months(now, 1))
+    elif g["zh_last_mo"]:
+        year, month = _minus_months(now, 2 if g["zh_last_mo"] == "上上" else 1)
+        if g["zh_mo_day"]:
+            with contextlib.suppress(ValueError):
+                days.append(dt.date(year, month, int(g["zh_mo_day"])))
+        else:
+            months.append((year, month))
+    elif g["en_tonight"]:
+        days.append(now)
+    elif g["en_last_night"]:
+        days.append(now - dt.timedelta(days=1))
+    elif g["zh_part"]:
+        days.append(now - dt.timedelta(days=_ZH_PARTS[g["zh_part"]]))
+    return days, months
+
+
+def counted_back(
+    text: str, now: dt.date
+) -> tuple[list[dt.date], list[tuple[int, int]], list[tuple[int, int]]]:
+    """What ``text`` names by counting back from ``now``: days ("last Tuesday", "three days ago",
+    "two weeks ago", "last weekend", "上周三", "三天前", "两个星期前", "上週末", "昨晚"), months
+    ("last month", "3 months ago", "上个月") and the spans of ``text`` that said them.
+
+    "last Tuesday" is the latest Tuesday before today, and the one a week earlier as well when
+    that latest one is in this week (people mean either); 上周三 is last week's Wednesday. A
+    week ago is a day either side of seven days back, two weeks or more two days either side.
+    """
+    days: list[dt.date] = []
+    months: list[tuple[int, int]] = []
+    spans: list[tuple[int, int]] = []
+    if not _may_count_back(text):
+        return days, months, spans
+    for m in _BACK.finditer(text):
+        try:
+            named = _count_back({k: v or "" for k, v in m.groupdict().items()}, now)
+        except OverflowError:  # before year 1
+            continue
+        if named[0] or named[1]:
+            days += named[0]
+            months += named[1]
+            spans.append(m.span())
+    return days, months, spans
+
+
 #: What every calendar-date pattern needs (the same digits as their ``\d``): most queries have none.
 _ANY_DIGIT = re.compile(r"\d")
 
 
-def dates_in(text: str, *, now: dt.date | None = None, years: tuple[int, ...] = ()) -> list[dt.date]:
-    """Calendar days named in ``text``: "May 4th", "4 May 2023", "2023-05-04", "5月4日", "昨天".
+def dates_in(
+    text: str, *, now: dt.date | None = None, years: tuple[int, ...] = (), count_back: bool = True
+) -> list[dt.date]:
+    """Calendar days named in ``text``: "May 4th", "4 May 2023", "2023-05-04", "5月4日", "昨天",
+    and (``count_back``) "last Tuesday", "two weeks ago", "上周三" (see :func:`counted_back`).
 
     A date without a year is resolved against ``years`` (the years the user's memories span,
     latest first) or else ``now``'s year; relative words ("yesterday", "昨天") need ``now``.
@@ -402,6 +572,8 @@ def dates_in(text: str, *, now: dt.date | None = None, years: tuple[int, ...] = 
     if now is not None and _may_name_a_relative_day(text):
         for m in _RELATIVE_RE.finditer(text):
             found.append(now - dt.timedelta(days=_RELATIVE[m.group(0).lower()]))
+    if now is not None and count_back:
+        found += counted_back(text, now)[0]
     return list(dict.fromkeys(found))
 
 
@@ -424,15 +596,18 @@ _EN_MONTH_YEAR = re.compile(rf"\b({_FULL_MONTHS}),?\s+(\d{{4}})\b", re.I)
 _ZH_MONTH = re.compile(r"(?:(\d{4})\s*年\s*)?(\d{1,2})\s*月(?!\s*\d{1,2}\s*[日号號])")
 
 
-def months_in(text: str, *, years: tuple[int, ...] = ()) -> set[str]:
-    """Months ``text`` names without a day, as ``YYYY-MM``: "in July", "July 2023", "2023年6月".
+def months_in(text: str, *, years: tuple[int, ...] = (), now: dt.date | None = None) -> set[str]:
+    """Months ``text`` names without a day, as ``YYYY-MM``: "in July", "July 2023", "2023年6月",
+    and with ``now`` "last month", "3 months ago", "上个月".
 
     Only full month names count in English, after a preposition or before a year ("I may" is
     not May). A month without a year is resolved against ``years`` (the years the memories span).
     """
     found: set[tuple[int | None, int]] = set()
+    if now is not None:
+        found.update(counted_back(text, now)[1])
     if not _may_name_a_month(text):
-        return set()
+        return {f"{y:04d}-{month:02d}" for y, month in found if y}
     for m in _EN_IN_MONTH.finditer(text):
         found.add((int(m.group(2)) if m.group(2) else None, _month(m.group(1))))
     for m in _EN_MONTH_YEAR.finditer(text):

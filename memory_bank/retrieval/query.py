@@ -20,7 +20,7 @@ import numpy as np
 from memory_bank.bm25 import Bm25Query
 from memory_bank.index import Partition
 from memory_bank.retrieval.dialogue import Dialogue, parse_dialogue
-from memory_bank.text import dates_in, months_in, tokenize
+from memory_bank.text import counted_back, dates_in, months_in, tokenize
 
 T = TypeVar("T")
 
@@ -67,8 +67,28 @@ class Query:
 
     @once
     def tokens(self) -> list[str]:
-        """Index tokens (see :func:`memory_bank.text.tokenize`)."""
-        return tokenize(self.text)
+        """Index tokens (see :func:`memory_bank.text.tokenize`), without the words that count
+        days back from now ("last Tuesday", "上周三"): they name a day, which the date terms
+        look for, not words said then (上周三's 周 matched every memory about a 周末)."""
+        spans = self.counted[2]
+        if not spans:
+            return tokenize(self.text)
+        text, end = [], 0
+        for a, b in spans:
+            text.append(self.text[end:a])
+            end = b
+        text.append(self.text[end:])
+        return tokenize(" ".join(text))
+
+    @once
+    def counted(self) -> tuple[list[dt.date], list[tuple[int, int]], list[tuple[int, int]]]:
+        """Days, months and spans counted back from ``now`` (see
+        :func:`memory_bank.text.counted_back`); none when the query names a calendar date: "what
+        did Joanna finish last Friday, as she said on 23 January?" asks about what was said on
+        the 23rd, and last Friday's memories would only crowd it."""
+        if self.now is None or dates_in(self.text, years=self.years):  # calendar dates only
+            return [], [], []
+        return counted_back(self.text, self.now)
 
     @once
     def dialogue(self) -> Dialogue | None:
@@ -78,12 +98,19 @@ class Query:
     @once
     def days(self) -> frozenset[str]:
         """Calendar days the query names, as ``YYYY-MM-DD``."""
-        return frozenset(d.isoformat() for d in dates_in(self.text, now=self.now, years=self.years))
+        return frozenset(
+            d.isoformat()
+            for d in [
+                *dates_in(self.text, now=self.now, years=self.years, count_back=False),
+                *self.counted[0],
+            ]
+        )
 
     @once
     def months(self) -> frozenset[str]:
         """Months the query names without a day, as ``YYYY-MM``."""
-        return frozenset(months_in(self.text, years=self.years))
+        counted = {f"{y:04d}-{m:02d}" for y, m in self.counted[1]}
+        return frozenset(months_in(self.text, years=self.years) | counted)
 
 
 class Context:

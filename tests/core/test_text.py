@@ -101,3 +101,47 @@ def test_fillers_and_blanks_that_count_as_letters_show_nothing() -> None:
         with pytest.raises(ValueError, match="is empty"):
             check_text(blank, "query")
     assert has_visible("\u3164a") and has_visible("😀")
+
+
+@pytest.mark.parametrize(
+    "text, days, months, said",
+    [  # 2023-06-21 is a Wednesday
+        ("What did I tell you last Tuesday?", ["06-20", "06-13"], [], "last Tuesday"),  # this week's, or last week's
+        ("what did i tell u last monday", ["06-19", "06-12"], [], "last monday"),
+        ("and LAST Wednesday", ["06-14"], [], "LAST Wednesday"),
+        ("three days ago", ["06-18"], [], "three days ago"),
+        ("a week ago", ["06-13", "06-14", "06-15"], [], "a week ago"),
+        ("a couple of weeks ago", ["06-05", "06-06", "06-07", "06-08", "06-09"], [], "a couple of weeks ago"),
+        ("this past weekend", ["06-17", "06-18"], [], "this past weekend"),
+        ("last week", ["06-12", "06-13", "06-14", "06-15", "06-16", "06-17", "06-18"], [], "last week"),
+        ("last night", ["06-20"], [], "last night"),
+        ("last month and 3 months ago", [], ["2023-03", "2023-05"], "last month"),
+        ("上周三我跟你说了什么？", ["06-14"], [], "上周三"),
+        ("上週五我做了什麼？", ["06-16"], [], "上週五"),  # Traditional
+        ("上个礼拜天", ["06-18"], [], "上个礼拜天"),
+        ("上上周二", ["06-06"], [], "上上周二"),
+        ("这周一", ["06-19"], [], "这周一"),
+        ("本周五", [], [], None),  # not yet
+        ("上周末去哪了", ["06-17", "06-18"], [], "上周末"),
+        ("三天前", ["06-18"], [], "三天前"),
+        ("十二天以前", ["06-09"], [], "十二天以前"),
+        ("兩個星期前", ["06-05", "06-06", "06-07", "06-08", "06-09"], [], "兩個星期前"),
+        ("上个月3号", ["05-03"], [], "上个月3号"),
+        ("三个月前", [], ["2023-03"], "三个月前"),
+        ("昨晚", ["06-20"], [], "昨晚"),
+        # words that only look like a day
+        ("上周一起去吃饭", ["06-12", "06-13", "06-14", "06-15", "06-16", "06-17", "06-18"], [], "上周"),
+        ("以前上次上午今天前往", ["06-21"], [], None),  # 今天 is today (an older rule), nothing counted
+        ("What did I say about my last job?", [], [], None),
+    ],
+)
+def test_days_counted_back_from_today(text: str, days: list[str], months: list[str], said: str | None) -> None:
+    import datetime as dt
+
+    from memory_bank.text import counted_back, dates_in, months_in
+
+    now = dt.date(2023, 6, 21)
+    found, _, spans = counted_back(text, now)
+    assert sorted(d.isoformat()[5:] for d in dates_in(text, now=now, years=(2023,))) == sorted(days)
+    assert sorted(months_in(text, years=(2023,), now=now)) == months
+    assert (text[spans[0][0] : spans[0][1]] if spans else None) == said
