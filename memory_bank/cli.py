@@ -12,6 +12,7 @@ import errno
 import importlib
 import json
 import logging
+import os
 import re
 import sqlite3
 import sys
@@ -52,6 +53,10 @@ def _export(args: argparse.Namespace) -> int:
     if args.out in (None, "-"):
         dump_json(data)
     else:
+        if not args.force and os.path.lexists(args.out):  # the file imported a moment ago, say
+            raise InvalidInputError(
+                f"{args.out!r} already exists; give a new file name, or add --force to overwrite it"
+            )
         write_json_atomic(args.out, data)
         print(f"exported {len(data)} users to {args.out}", file=sys.stderr)
     return 0
@@ -232,7 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("--replace", action="store_true", help="replace users that already exist in the store")
     p = sub.add_parser("export", parents=[common], help="export to a memory file (original format)")
-    p.add_argument("--out", help="output file (default: stdout)")
+    p.add_argument("--out", help="output file (default: stdout); an existing file is kept unless --force")
+    p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     p.add_argument("--user")
     p = sub.add_parser("add", parents=[common], help="store one dialog turn")
     p.add_argument("--user", required=True)

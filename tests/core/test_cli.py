@@ -52,6 +52,13 @@ def test_import_search_memories_forget_export(tmp_path, capsys, store) -> None: 
     assert run(capsys, "export", *common, "--out", str(out_file))[0] == 0
     exported = json.loads(out_file.read_text(encoding="utf-8"))
     assert exported["Linda"] == LEGACY["Linda"]
+    # An existing file (the one just imported, in the README's sequence) is never overwritten
+    # unless asked: the export is refused, and the file is as it was.
+    before = out_file.read_bytes()
+    code, _, err = run(capsys, "export", *common, "--user", "Linda", "--out", str(out_file))
+    assert code == 2 and "already exists" in err and "--force" in err and out_file.read_bytes() == before
+    assert run(capsys, "export", *common, "--user", "Linda", "--out", str(out_file), "--force")[0] == 0
+    assert list(json.loads(out_file.read_text(encoding="utf-8"))) == ["Linda"]
     assert any(t.get("archived") for t in exported[" Jason "]["history"]["2023-04-27"] if isinstance(t, dict))
 
 
