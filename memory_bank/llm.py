@@ -135,6 +135,11 @@ class LLMSpec(BaseModel):
 
 
 _URL_AT = re.compile(r"@(?=[A-Za-z][A-Za-z0-9+.-]*://)")
+#: "@" then a host without a scheme (localhost, an IP address, a dotted name or one with a port):
+#: a base URL written without http://, not part of a model name ("claude-3@20240229").
+_HOST_AT = re.compile(
+    r"@((?:localhost|\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]|[\w-]+(?:\.[\w-]+)+|[\w-]+(?=:\d))(?::\d+)?(?:/\S*)?)$"
+)
 
 
 def _parse_string(text: str) -> dict[str, Any]:
@@ -152,10 +157,20 @@ def _parse_string(text: str) -> dict[str, Any]:
             f"cannot read LLM spec {text!r}; write BACKEND:MODEL[+ADAPTER][@BASE_URL], e.g. "
             "'openai:gpt-4o-mini', 'llamacpp:/path/model.gguf', or a .gguf path"
         )
+    if backend.lower() in ("http", "https"):
+        raise LLMSpecError(
+            f"LLM spec {text!r} is a URL; name the backend and model first: "
+            f"'openai:MODEL@{text}' for an OpenAI-compatible server"
+        )
     out: dict[str, Any] = {"backend": backend}
     parts = _URL_AT.split(rest, maxsplit=1)
     if len(parts) == 2:
         rest, out["base_url"] = parts
+    elif (host := _HOST_AT.search(rest)) is not None:  # sent as a model name to the default server
+        raise LLMSpecError(
+            f"the server {host.group(1)!r} in LLM spec {text!r} needs its scheme: write "
+            f"'{backend}:{rest[: host.start()]}@http://{host.group(1)}'"
+        )
     model, plus, adapter = rest.partition("+")
     if model:
         out["model"] = model

@@ -209,3 +209,22 @@ def test_a_summary_models_requests_time_out_at_the_summary_call_deadline(monkeyp
     shorter = {"backend": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1", "timeout": 5}
     chat, _ = summary_model(SummaryConfig(llm=shorter, call_timeout_s=30))
     assert chat.request_timeout == 5  # a shorter timeout of the spec's own is kept
+
+
+@pytest.mark.parametrize(
+    "spec, fix",
+    [
+        ("openai:gpt-4o-mini@localhost:8080/v1", "'openai:gpt-4o-mini@http://localhost:8080/v1'"),
+        ("openai:local@127.0.0.1:8080", "'openai:local@http://127.0.0.1:8080'"),
+        ("openai:local@myhost:8000", "'openai:local@http://myhost:8000'"),
+        ("http://127.0.0.1:8080/v1", "'openai:MODEL@http://127.0.0.1:8080/v1'"),
+    ],
+)
+def test_a_server_without_its_scheme_is_refused_not_sent_to_the_cloud(spec: str, fix: str) -> None:
+    """'openai:MODEL@localhost:8080/v1' became the model name 'MODEL@localhost:8080/v1' on the
+    default (cloud) server: with an API key set, the chat went to the cloud, not to the local
+    server the user named. It is refused, with the spec to write instead."""
+    with pytest.raises(LLMSpecError) as refused:
+        parse_llm_spec(spec)
+    assert fix in str(refused.value)
+    assert parse_llm_spec("openai:claude-3@20240229").model == "claude-3@20240229"  # '@' in a model name
