@@ -193,8 +193,7 @@ def junk_reason(text: str, pack: LanguagePack, task: Task, min_words: int = 3) -
     low, high = pack.cjk_share
     if share < low or share > high:
         return f"not in the expected language ({pack.code})"
-    head = pack.instructions[task].split("{", 1)[0].strip()[:40].casefold()
-    if len(head) >= 12 and head in folded:
+    if any(clause in folded for clause in _instruction_clauses(pack, task)):
         return ECHO_INSTRUCTION
     speaker = re.compile(rf"^\s*(?:{re.escape(pack.user_label)}|{re.escape(pack.ai_label)})\s*[:：]", re.M)
     if len(speaker.findall(text)) >= 2:
@@ -206,6 +205,20 @@ def junk_reason(text: str, pack: LanguagePack, task: Task, min_words: int = 3) -
         if pack.pet_words.search(first) and not pack.user_words.search(first):
             return PET
     return None
+
+
+def _instruction_clauses(pack: LanguagePack, task: Task) -> tuple[str, ...]:
+    """The clauses of ``task``'s instruction and closing cue long enough that a summary never
+    says them by chance (folded): an answer holding one copied the prompt (a small model wrote
+    "用户提到的宠物、朋友或家人不是用户。", the instruction's last clause, as the user's portrait).
+    Placeholders split clauses; Chinese clauses count from 8 characters, others from 24."""
+    out = []
+    for text in (pack.instructions[task], pack.cues[task]):
+        for clause in re.split(r"\{[^}]*\}|[。！？；：!?;:\n]|[.,](?:\s|$)|，", text):
+            clause = clause.strip().casefold()
+            if len(clause) >= (8 if CJK_RE.search(clause) else 24):
+                out.append(clause)
+    return tuple(out)
 
 
 #: Tasks whose answer describes the user themself (a pet the user mentions must not become it).

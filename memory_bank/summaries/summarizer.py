@@ -16,6 +16,7 @@ import dataclasses
 import datetime as dt
 import functools
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -579,6 +580,11 @@ class Summarizer:
             logger.warning("%s: every answer copied part of the material; keeping the last copy", task.value)
             report.weak.append(task.value)
             return fallback
+        if isinstance(error, OutputParserException):  # every answer refused: say why, no LangChain links
+            why = re.sub(r"\s*For troubleshooting, visit: \S+", "", str(error)).strip()
+            raise SummaryError(
+                f"{task.value} failed after {attempt} attempt(s): the model's answers were not usable ({why})"
+            ) from error
         raise SummaryError(
             f"{task.value} failed after {attempt} attempt(s): {type(error).__name__}: {error}"
         ) from error

@@ -133,6 +133,22 @@ def test_parser_rejects_junk(language: str, answer: str, reason: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("language", "task", "answer"),
+    [  # a clause of the instruction anywhere in the answer, not only its opening words
+        ("zh", Task.DAILY_PERSONALITY, "用户提到的宠物、朋友或家人不是用户。"),
+        ("zh", Task.DAILY_PERSONALITY, "用户今天很开心。用户提到的宠物、朋友或家人不是用户。"),
+        ("zh", Task.DAILY_EVENTS, "保留用户提到的人名、地点、日期、数字、计划和喜好。用户养了一只猫。"),
+        ("en", Task.DAILY_PERSONALITY, "The user is warm. A pet, friend or relative the user talks about is not the user."),
+    ],
+)
+def test_an_answer_holding_a_clause_of_the_instruction_is_refused(language: str, task: Task, answer: str) -> None:
+    """A small model wrote the Chinese instruction's last clause as the user's daily portrait;
+    only the instruction's first words were looked for, and the portrait was stored."""
+    with pytest.raises(OutputParserException, match="echoes the instruction"):
+        SummaryParser(language=language, task=task).parse(answer)
+
+
+@pytest.mark.parametrize(
     ("language", "pet", "user"),
     [
         (

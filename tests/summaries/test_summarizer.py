@@ -154,6 +154,9 @@ def test_one_bad_layer_does_not_block_the_others(bank) -> None:  # type: ignore[
     s = Summarizer(bank, model, "en", config=NO_WAIT.model_copy(update={"max_attempts": 2}))
     report = s.summarize_user("Emily")
     assert [f.kind for f in report.failed] == ["daily_summary"]
+    # what the user is shown says why, without LangChain's class names and troubleshooting links
+    assert "the model's answers were not usable" in report.failed[0].error and "(empty)" in report.failed[0].error
+    assert "troubleshooting" not in report.failed[0].error and "OutputParserException" not in report.failed[0].error
     assert bank.layer("Emily", MemoryKind.DAILY_PERSONALITY, "2023-04-27") is not None
     assert bank.profile("Emily")["global_portrait"] and not bank.profile("Emily")["global_summary"]
     assert s.due_days("Emily") == ["2023-04-27"]
