@@ -364,6 +364,19 @@ class MemoryBank:
         if load_new and asked and stored is None:
             self.encoder  # noqa: B018 (loads it, or raises naming the problem)
 
+    def _refuse_half_switched(self) -> None:
+        """Refuse to build a partition while ``memorybank reembed`` is switching the store's
+        encoder, or after it was interrupted: the memories it re-embedded have only the new
+        encoder's vectors, and a search with the store's would silently leave them out."""
+        target = self.storage.meta().get(identity.SWITCHING_KEY)
+        if target:
+            store = describe_store(self.config.store)
+            raise EncoderMismatchError(
+                f"the store {store!r} is being re-embedded with encoder {target!r}, or a re-embedding "
+                f"was interrupted: the memories done so far cannot be searched until it ends. Finish it "
+                f"with 'memorybank reembed --store {store} --encoder {target}'"
+            )
+
     def _follow_store_encoder(self) -> None:
         """Notice that another process switched the store to another encoder since this bank
         checked it (``memorybank reembed``): this bank's searches then read vectors of an
@@ -479,6 +492,7 @@ class MemoryBank:
         that the store still has this bank's encoder (:meth:`_follow_store_encoder`)."""
         state = self.storage.user_counters(user_id)
         if self._epochs.get(user_id) != state[1]:
+            self._refuse_half_switched()
             self._follow_store_encoder()
             if len(self._epochs) >= 16 * self.config.max_cached_users:
                 self._epochs.clear()
@@ -1481,8 +1495,11 @@ class MemoryBank:
         changed = stored is not None and stored.name == encoder.name and identity.difference(stored, encoder)
         # A name no vector has makes every memory due.
         todo = self.storage.missing_vectors("" if changed else encoder.name, RETRIEVABLE_KINDS)
+        # Each vector written replaces the old encoder's, which the store's searches read until
+        # the switch below: marked first, so an interrupted run is refused, not searched.
+        self.storage.set_meta({identity.SWITCHING_KEY: encoder.name}, replace=True)
         self._put_embedded(encoder, todo, batch_size, progress)
-        self.storage.set_meta(identity.meta_of(encoder), replace=True)
+        self.storage.set_meta({**identity.meta_of(encoder), identity.SWITCHING_KEY: ""}, replace=True)
         # Memories another server stored meanwhile with the old encoder: no search would find
         # them. A server that writes after the switch follows it (see _follow_store_encoder).
         late = self.storage.missing_vectors(encoder.name, RETRIEVABLE_KINDS)

@@ -33,6 +33,8 @@ from memory_bank.embeddings import Encoder
 NAME_KEY = "encoder"
 DIM_KEY = "encoder_dim"
 PROBE_KEY = "encoder_fingerprint"
+#: The encoder a ``reembed`` under way (or interrupted) is switching the store to; "" once done.
+SWITCHING_KEY = "encoder_switching_to"
 
 #: The sentence whose vector fingerprints an encoder (both languages, so a model that reads one
 #: of them as unknown tokens is still told apart).

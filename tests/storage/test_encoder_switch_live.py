@@ -49,7 +49,8 @@ def test_a_turn_stored_with_the_old_encoder_during_a_reembed_is_embedded_too(mak
     set_meta = switcher.storage.set_meta
 
     def meanwhile(values, **kw):  # type: ignore[no-untyped-def]  # the old server writes before the switch
-        old.add_turn("Ann", "my sister Anna lives in Lyon", "nice", at="2023-05-02T10:00")
+        if "encoder" in values:
+            old.add_turn("Ann", "my sister Anna lives in Lyon", "nice", at="2023-05-02T10:00")
         set_meta(values, **kw)
 
     monkeypatch.setattr(switcher.storage, "set_meta", meanwhile)
@@ -57,3 +58,33 @@ def test_a_turn_stored_with_the_old_encoder_during_a_reembed_is_embedded_too(mak
     assert _texts(make_bank(encoder=HashingEncoder(32)), "sister Anna Lyon")[:1] == [
         "my sister Anna lives in Lyon\nnice"
     ]
+
+
+def test_an_interrupted_reembed_is_refused_not_searched_and_a_rerun_finishes_it(make_bank) -> None:  # type: ignore[no-untyped-def]
+    """A reembed stopped after its first users (Ctrl-C, a kill) left their vectors of the new
+    encoder while the store still named the old one: their searches found nothing, with no
+    error, until someone ran reembed again. The switch is marked before the first vector: a
+    search says what happened and how to finish it, and finishing it finds everything."""
+    bank = make_bank()
+    for user, text in (("Ann", "I adopted a cat named Miso"), ("Bob", "I play the cello")):
+        bank.add_turn(user, text, "lovely", at="2023-05-01T10:00")
+    switcher = make_bank(encoder=HashingEncoder(32))
+    put = switcher.storage.put_vectors
+    calls = []
+
+    def interrupted(*args, **kwargs):  # type: ignore[no-untyped-def]
+        if calls:
+            raise KeyboardInterrupt
+        calls.append(args)
+        put(*args, **kwargs)
+
+    switcher.storage.put_vectors = interrupted  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        switcher.reembed(batch_size=1)
+    for restarted in (make_bank(), make_bank(encoder=HashingEncoder(32))):
+        with pytest.raises(EncoderMismatchError, match=r"memorybank reembed .*--encoder hashing-32"):
+            restarted.search("Ann", "cat Miso")
+    finisher = make_bank(encoder=HashingEncoder(32))
+    assert finisher.reembed() == 1
+    assert _texts(finisher, "cat Miso") == ["I adopted a cat named Miso\nlovely"]
+    assert [r.memory.text for r in finisher.search("Bob", "cello", k=1)] == ["I play the cello\nlovely"]
