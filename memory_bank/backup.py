@@ -27,6 +27,8 @@ from typing import Any
 
 from memory_bank import integrity
 from memory_bank.errors import InvalidInputError, StoreError
+from memory_bank.integrity import private_prefix as _private
+from memory_bank.integrity import sweep_leftovers as _sweep
 from memory_bank.records import MemoryKind
 from memory_bank.stores import Storage
 from memory_bank.stores.sqlite import DB_FILENAME, SQLiteStorage
@@ -37,41 +39,6 @@ logger = logging.getLogger(__name__)
 
 #: The name's start of a backup being written (``.memorybank-partial.<pid>-<random>.<name>``).
 _PARTIAL = ".memorybank-partial."
-
-
-def _private(prefix: str) -> str:
-    """A prefix for this process's temporary copies (they hold every memory in plain text):
-    the process id in it tells :func:`_sweep` whose they are."""
-    return f"{prefix}{os.getpid()}-"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # another user's process: alive
-        return True
-    return True
-
-
-def _sweep(directory: Path, prefix: str) -> None:
-    """Remove what a backup or restore killed midway left in ``directory`` (files and folders
-    named ``prefix`` + the dead process's id): a copy of every memory, left behind."""
-    with contextlib.suppress(OSError):
-        for entry in directory.iterdir():
-            name = entry.name
-            if not name.startswith(prefix):
-                continue
-            pid = name[len(prefix) :].split("-", 1)[0]
-            if not pid.isdigit() or _alive(int(pid)):
-                continue
-            with contextlib.suppress(OSError):
-                if entry.is_dir() and not entry.is_symlink():
-                    shutil.rmtree(entry)
-                else:
-                    entry.unlink()
-            logger.info("removed %s, left by a backup or restore that was stopped", entry)
 
 
 def _raw_rows(storage: Storage, sql: str) -> list[tuple[Any, ...]]:
@@ -272,13 +239,20 @@ def restore_backup(backup_file: str | Path, store: str | Path) -> dict[str, Any]
     stamp = dt.datetime.now().strftime("%Y%m%dT%H%M%S")
     _sweep(directory, f".{DB_FILENAME}.restore-")
     tmp = directory / (_private(f".{DB_FILENAME}.restore-") + stamp)
-    shutil.copyfile(path, tmp)
-    os.chmod(tmp, 0o600)
-    with open(tmp, "rb+") as f:
-        os.fsync(f.fileno())
     try:
+        with (
+            open(tmp, "xb", opener=lambda p, flags: os.open(p, flags, 0o600)) as out,
+            open(path, "rb") as src,
+        ):
+            shutil.copyfileobj(src, out, 1 << 20)  # private from its first byte
+            out.flush()
+            os.fsync(out.fileno())
         os.link(tmp, db)
+    except OSError as e:  # a full disk: say where, and leave no partial copy of every memory
+        raise StoreError(
+            f"could not restore into {str(directory)!r}: {e.strerror or e}; nothing was restored"
+        ) from e
     finally:
-        tmp.unlink()
+        tmp.unlink(missing_ok=True)
     SQLiteStorage(directory).close()  # opens it as a store: checks it and records its id
     return counts

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import sqlite3
 import uuid
 from collections.abc import Sequence
@@ -263,3 +264,38 @@ def write_error(db: Path, e: sqlite3.OperationalError) -> StoreError:
             "permission on the store directory and its files"
         )
     return StoreError(f"could not write to the store {str(db)!r}: {text}")
+
+
+def private_prefix(prefix: str) -> str:
+    """A prefix for this process's temporary copies (they hold every memory in plain text):
+    the process id in it tells :func:`sweep_leftovers` whose they are."""
+    return f"{prefix}{os.getpid()}-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: alive
+        return True
+    return True
+
+
+def sweep_leftovers(directory: Path, prefix: str) -> None:
+    """Remove what a backup or restore killed midway left in ``directory`` (files and folders
+    named ``prefix`` + the dead process's id): a copy of every memory, left behind."""
+    with contextlib.suppress(OSError):
+        for entry in directory.iterdir():
+            name = entry.name
+            if not name.startswith(prefix):
+                continue
+            pid = name[len(prefix) :].split("-", 1)[0]
+            if not pid.isdigit() or _alive(int(pid)):
+                continue
+            with contextlib.suppress(OSError):
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+            logger.info("removed %s, left by a copy of the memories that was stopped", entry)

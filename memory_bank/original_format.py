@@ -630,9 +630,18 @@ def write_json_atomic(path: str | Path, data: Any) -> None:
     import os
     import tempfile
 
+    from memory_bank.integrity import private_prefix, sweep_leftovers
+
     p = Path(path)
+    if p.is_symlink():  # a link to the file (latest.json -> backups/x.json): write the file, keep the link
+        p = Path(os.path.realpath(p))
     if p.is_dir():
         raise InvalidInputError(f"{str(p)!r} is a directory; give a file name for the memory file")
+    if p.exists() and not p.is_file():  # a renamed temporary file would replace the device or pipe
+        raise InvalidInputError(
+            f"{str(path)!r} is not a regular file (a device or a pipe); give a file name, or leave "
+            "the output out to write to standard output"
+        )
     if p.is_file():  # replaced only if it could be an earlier export: empty or a memory file
         with open(p, "rb") as f:
             head = f.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
@@ -646,7 +655,9 @@ def write_json_atomic(path: str | Path, data: Any) -> None:
                 f"{str(p)!r} exists and is {what}: it is left as it is; give another file name"
             )
     p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", dir=p.parent)
+    # The temporary file holds every memory exported: one a killed export left is removed here.
+    sweep_leftovers(p.parent, f".{p.name}.export-")
+    fd, tmp = tempfile.mkstemp(prefix=private_prefix(f".{p.name}.export-"), dir=p.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f, ensure_ascii=False, indent=2)

@@ -15,6 +15,7 @@ import json
 import logging
 import os
 import sqlite3
+import stat
 import threading
 import time
 import warnings
@@ -230,8 +231,8 @@ class SQLiteStorage(SQLStorage):
             self.path.with_name(DB_FILENAME + "-wal"),
             self.path.with_name(DB_FILENAME + "-shm"),
         ):
-            with contextlib.suppress(OSError):
-                os.chmod(path, 0o600)
+            with contextlib.suppress(OSError):  # private; never writable where the owner made it read-only
+                os.chmod(path, stat.S_IMODE(os.stat(path).st_mode) & 0o600)
 
     # -- connections and transactions -------------------------------------------------------
     def _conn(self) -> sqlite3.Connection:

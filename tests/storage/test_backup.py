@@ -198,3 +198,57 @@ def test_cli_messages_never_print_the_database_password(pg_url, pg_schema, tmp_p
     assert "restored 1 users" in printed and "imported 1 memories" in printed
     assert "already holds a memory store" in printed and "reembed" in printed
     assert password not in printed
+
+
+def test_a_restore_onto_a_full_disk_leaves_no_copy_and_names_the_target(make_bank, stores, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A restore that ran out of space left a readable copy of every memory beside the store
+    (0644 in an existing folder) and blamed the backup file; it leaves nothing now and names
+    the folder it could not write."""
+    import errno
+    import shutil
+
+    from memory_bank.errors import StoreError
+
+    make_bank().add_turn("a", "my secret", "ok", at="2023-05-01T09:00")
+    backup(stores.spec, tmp_path / "b.mbk")
+    target = tmp_path / "r"
+    target.mkdir(mode=0o755)
+
+    def full(src, dst, length=0):  # type: ignore[no-untyped-def]
+        dst.write(src.read(4096))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(shutil, "copyfileobj", full)
+    with pytest.raises(StoreError, match=r"could not restore into '.*/r': No space left on device"):
+        restore_backup(tmp_path / "b.mbk", target)
+    assert list(target.iterdir()) == []
+
+
+def test_export_writes_through_a_link_and_refuses_devices_pipes_and_leftovers(make_bank, stores, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The rename that makes an export whole replaced a symlink (latest.json -> backups/x.json:
+    the link became a file and x.json stayed stale) and a device or pipe (as root, --out
+    /dev/null made /dev/null a file); a killed export's temporary copy of every memory stayed
+    beside the target for good."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    make_bank().add_turn("a", "my secret", "ok", at="2023-05-01T09:00")
+    common = ["--store", str(stores.spec), "--encoder", "hashing-64"]
+    (tmp_path / "backups").mkdir()
+    real = tmp_path / "backups" / "x.json"
+    real.write_text("{}")
+    link = tmp_path / "latest.json"
+    link.symlink_to(real)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    leftover = tmp_path / "backups" / f".x.json.export-{int(dead.stdout)}-abcdefgh"
+    leftover.write_text("every memory")
+    assert main(["export", *common, "--out", str(link), "--force"]) == 0
+    assert link.is_symlink() and list(json.loads(real.read_text())) == ["a"]
+    assert not leftover.exists()
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    assert main(["export", *common, "--out", str(fifo), "--force"]) == 2
+    assert fifo.exists() and not fifo.is_file()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []

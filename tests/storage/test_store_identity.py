@@ -258,3 +258,16 @@ def test_a_full_disk_during_add_is_one_line_and_loses_nothing(tmp_path, capsys, 
     again = MemoryBank.open(store, encoder_instance=HashingEncoder(16))
     assert [m.query for m in again.history("Ann")] == ["stored before the disk filled up"]
     again.close()
+
+
+def test_opening_a_store_never_makes_a_protected_file_writable(tmp_path) -> None:
+    """Opening a store made its file 0600 whatever it was: a store the owner had made read-only
+    (chmod 444) came back writable from a read-only command, and a later delete went through.
+    Opening only takes permissions away (group and others)."""
+    import stat
+
+    SQLiteStorage(tmp_path).close()
+    db = tmp_path / DB_FILENAME
+    os.chmod(db, 0o444)
+    SQLiteStorage(tmp_path).close()
+    assert stat.S_IMODE(db.stat().st_mode) == 0o400
