@@ -159,6 +159,13 @@ def check_memory_data(data: Any, *, source: str = "memory file") -> None:
             raise _fail(source, where, str(e)) from e
         if not isinstance(user, dict):
             raise _fail(source, where, f"expected an object, got {type(user).__name__}")
+        if user and not any(k in user for k in _KNOWN_USER_KEYS):  # tsconfig.json's compilerOptions
+            raise _fail(
+                source,
+                where,
+                "has none of a memory file's fields (history, summary, personality, overall_history, "
+                "...); is this a MemoryBank memory file?",
+            )
         _check_json_values(user, source, where)
         for field in ("history", "summary", "personality"):
             value = user.get(field, {})

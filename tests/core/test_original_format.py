@@ -224,6 +224,9 @@ def test_an_export_never_overwrites_a_store_or_a_directory(make_bank, tmp_path) 
     with pytest.raises(InvalidInputError, match="JSON that is not a memory file"):
         write_json_atomic(settings, out)
     assert json.loads(settings.read_text(encoding="utf-8")) == {"compilerOptions": {"strict": True}}
+    # nor does it import as a user named 'compilerOptions' (which export then called not a memory file)
+    with pytest.raises(MemoryFileError, match=r"user 'compilerOptions': has none of a memory file's fields"):
+        load_memory_file(settings)
     earlier = tmp_path / "earlier.json"
     earlier.write_text("{}", encoding="utf-8")
     write_json_atomic(earlier, out)  # an earlier export is replaced

@@ -141,7 +141,7 @@ def test_days_counted_back_from_today(text: str, days: list[str], months: list[s
     from memory_bank.text import counted_back, dates_in, months_in
 
     now = dt.date(2023, 6, 21)
-    found, _, spans = counted_back(text, now)
+    _, _, spans = counted_back(text, now)
     assert sorted(d.isoformat()[5:] for d in dates_in(text, now=now, years=(2023,))) == sorted(days)
     assert sorted(months_in(text, years=(2023,), now=now)) == months
     assert (text[spans[0][0] : spans[0][1]] if spans else None) == said
