@@ -131,6 +131,16 @@ def inspect(db: Path, *, quick_check: bool = True) -> dict[str, str]:
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_schema WHERE type = 'table'")}
             meta = dict(conn.execute("SELECT key, value FROM meta").fetchall()) if "meta" in tables else {}
         except sqlite3.OperationalError as e:
+            shm = db.with_name(db.name + "-shm")
+            if wal_path(db).exists() and not shm.exists() and not os.access(db.parent, os.W_OK):
+                # Not damage: SQLite reads a -wal (an unclean stop) through a -shm index it must
+                # create. A backup restored over it would lose what the -wal holds.
+                raise _refuse(
+                    db,
+                    f"cannot be read here: its -wal (left by an unclean stop) needs an index file SQLite "
+                    f"must create in {str(db.parent)!r}, which this user may not write. Nothing is "
+                    "damaged: open it once with write permission on that folder",
+                ) from e
             if "disk I/O" not in str(e) and "full" not in str(e):
                 raise _refuse(db, f"is damaged or not a memory store ({e}); run 'memorybank check'") from e
             # A full disk fails the read-only open too (SQLite cannot map its WAL index): the

@@ -271,3 +271,31 @@ def test_opening_a_store_never_makes_a_protected_file_writable(tmp_path) -> None
     os.chmod(db, 0o444)
     SQLiteStorage(tmp_path).close()
     assert stat.S_IMODE(db.stat().st_mode) == 0o400
+
+
+def test_a_wal_that_needs_a_folder_it_cannot_write_is_not_called_damage(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A store left with its -wal after an unclean stop, in a folder this user may not write,
+    cannot be read (SQLite must create its -shm index there): it was called damaged, and the
+    advice for damage (restore the latest backup) throws away what the -wal holds."""
+    from memory_bank import integrity
+
+    SQLiteStorage(tmp_path).close()
+    db = tmp_path / DB_FILENAME
+    integrity.wal_path(db).write_bytes(b"")  # as an unclean stop leaves it
+    (tmp_path / (DB_FILENAME + "-shm")).unlink(missing_ok=True)
+
+    class NoIndex:  # what SQLite answers when it cannot create the -shm file (root never sees it)
+        def execute(self, *args):  # type: ignore[no-untyped-def]
+            raise sqlite3.OperationalError("unable to open database file")
+
+        def close(self) -> None:
+            pass
+
+    real_access = os.access
+    monkeypatch.setattr(integrity, "read_only_connection", lambda db: NoIndex())
+    monkeypatch.setattr(
+        integrity.os, "access", lambda p, mode: False if Path(p) == tmp_path else real_access(p, mode)
+    )
+    with pytest.raises(StoreError, match="Nothing is damaged: open it once with write permission") as refused:
+        integrity.inspect(db)
+    assert "damaged or not a memory store" not in str(refused.value)
