@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memory_bank.errors import InvalidInputError, MemoryFileError
+from memory_bank.errors import InvalidInputError, MemoryBankError, MemoryFileError
 from memory_bank.records import MAX_STRENGTH, Memory, MemoryKind, misplaced_layer_id, turn_text
 from memory_bank.salience import content_weight
 from memory_bank.text import canonical_day, check_text, check_unicode, parse_day, parse_time, validate_user
@@ -446,8 +446,23 @@ def import_data(
         extra["import_digest"] = digest
         plan.append((name, mems, extra))
     counts: dict[str, int] = {}
-    for name, mems, extra in plan:
-        bank.import_user(name, mems, extra, progress=progress, replace=replace)
+    for i, (name, mems, extra) in enumerate(plan):
+        try:
+            bank.import_user(name, mems, extra, progress=progress, replace=replace)
+        except MemoryBankError as e:
+            if not counts:
+                raise
+            # Users are written one by one: say which are in, so the store is not taken for untouched.
+            left = [n for n, _, _ in plan[i:]]
+            message = (
+                f"{e} (user {name!r}); imported before it: {', '.join(map(repr, counts))}; not imported: "
+                f"{', '.join(map(repr, left))}. Run the same command again to finish it"
+            )
+            try:
+                error = type(e)(message)
+            except TypeError:  # an error class that needs more than a message
+                error = MemoryBankError(message)
+            raise error from e
         counts[name] = len(mems)
     return counts
 

@@ -308,3 +308,31 @@ def test_imported_turns_are_weighted_as_added_ones(make_bank, tmp_path) -> None:
     weights = [m.weight for m in imported.history("Ann")]
     assert weights == [m.weight for m in added.history("Ann")] and weights[0] < weights[1]
     assert export_data(imported)["Ann"]["history"] == data["Ann"]["history"]  # still given back as it was
+
+
+def test_an_import_that_fails_midway_says_which_users_are_in(make_bank, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A full disk after the first user said 'nothing of this change was written', though the
+    first user had been imported (or replaced: their old memories gone). It names who is in
+    and who is not, and the same import run again finishes it."""
+    from memory_bank.errors import StoreError
+    from memory_bank.original_format import import_data
+
+    bank = make_bank()
+    data = {
+        u: {"name": u, "history": {"2023-05-01": [{"query": f"I am {u}", "response": "hi"}]}}
+        for u in ("Ann", "Ben", "Cat")
+    }
+    real, calls = bank.import_user, []
+
+    def full_after_one(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(args[0])
+        if len(calls) == 2:
+            raise StoreError("the disk holding the store is full; nothing of this change was written")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bank, "import_user", full_after_one)
+    with pytest.raises(StoreError, match=r"imported before it: 'Ann'; not imported: 'Ben', 'Cat'"):
+        import_data(bank, data)
+    monkeypatch.undo()
+    assert import_data(bank, data) == {"Ben": 1, "Cat": 1}  # Ann's record was imported already
+    assert sorted(bank.users()) == ["Ann", "Ben", "Cat"]
