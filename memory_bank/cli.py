@@ -48,8 +48,11 @@ def _import(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from memory_bank.original_format import export_data, write_json_atomic
 
-    with open_bank(args) as bank:
-        data = export_data(bank, [args.user] if args.user is not None else None)
+    if args.salvage:
+        data = _salvaged(args)
+    else:
+        with open_bank(args) as bank:
+            data = export_data(bank, [args.user] if args.user is not None else None)
     if args.out in (None, "-"):
         dump_json(data)
     else:
@@ -60,6 +63,35 @@ def _export(args: argparse.Namespace) -> int:
         write_json_atomic(args.out, data)
         print(f"exported {len(data)} users to {args.out}", file=sys.stderr)
     return 0
+
+
+def _salvaged(args: argparse.Namespace) -> dict[str, Any]:
+    """The memory-file data of what still reads of a damaged SQLite store (``export --salvage``):
+    copied into a private temporary store (see :mod:`memory_bank.salvage`), exported from there."""
+    import tempfile
+
+    from memory_bank import integrity
+    from memory_bank.original_format import export_data
+    from memory_bank.salvage import salvage
+    from memory_bank.stores import _SCHEME
+
+    if _SCHEME.match(str(args.store)) and not str(args.store).startswith("sqlite:"):
+        raise InvalidInputError(
+            "--salvage reads a SQLite store's file; a PostgreSQL database has its own tools"
+        )
+    from memory_bank.stores.sqlite import directory as sqlite_directory
+
+    scratch = Path(tempfile.gettempdir())
+    integrity.sweep_leftovers(scratch, "mb-salvage-")
+    with tempfile.TemporaryDirectory(prefix=integrity.private_prefix("mb-salvage-")) as work:
+        counts = salvage(sqlite_directory(str(args.store)), Path(work) / "store")
+        for table, (copied, lost) in counts.items():
+            if lost:
+                what = "none could be found" if lost < 0 else f"{lost} could not be read and are left out"
+                print(f"salvage: {table}: {copied} rows copied, {what}", file=sys.stderr)
+        args.store = str(Path(work) / "store")
+        with open_bank(args) as bank:
+            return export_data(bank, [args.user] if args.user is not None else None)
 
 
 @command("add")
@@ -239,6 +271,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", parents=[common], help="export to a memory file (original format)")
     p.add_argument("--out", help="output file (default: stdout); an existing file is kept unless --force")
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    p.add_argument(
+        "--salvage",
+        action="store_true",
+        help="export what still reads of a store refused as damaged (SQLite; the store is not written)",
+    )
     p.add_argument("--user")
     p = sub.add_parser("add", parents=[common], help="store one dialog turn")
     p.add_argument("--user", required=True)

@@ -176,13 +176,17 @@ def inspect(db: Path, *, quick_check: bool = True) -> dict[str, str]:
                 "and -shm files away, or restore with 'memorybank restore-backup'",
             )
         if quick_check:
-            problems = [r[0] for r in conn.execute(_quick_check_sql(db))]
+            try:
+                problems = [r[0] for r in conn.execute(_quick_check_sql(db))]
+            except sqlite3.DatabaseError as e:  # damage the check itself cannot read past
+                problems = [str(e)]
             if problems != ["ok"]:
                 first = " ".join(problems[0].replace("*** in database main ***", "").split())
                 raise _refuse(
                     db,
                     f"is damaged (SQLite quick_check: {first}); nothing was written. Restore it "
-                    "from a backup ('memorybank restore-backup'), or see 'memorybank check'",
+                    "from a backup ('memorybank restore-backup'); 'memorybank export --salvage' "
+                    "saves what still reads of it",
                 )
         return meta
     finally:

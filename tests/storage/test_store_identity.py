@@ -299,3 +299,36 @@ def test_a_wal_that_needs_a_folder_it_cannot_write_is_not_called_damage(tmp_path
     with pytest.raises(StoreError, match="Nothing is damaged: open it once with write permission") as refused:
         integrity.inspect(db)
     assert "damaged or not a memory store" not in str(refused.value)
+
+
+def test_a_damaged_store_s_memories_that_still_read_can_be_exported(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The README's advice for a store refused as damaged: restore the latest backup, and save
+    newer memories by exporting what still reads. Export and check refused such a store, so
+    nothing could be saved; ``export --salvage`` copies every row that reads, leaves out those
+    on the damaged page, and never writes the damaged file."""
+    import json
+
+    store = tmp_path / "s"
+    bank = MemoryBank.open(store, encoder_instance=HashingEncoder(64))
+    for i in range(400):
+        bank.add_turn("Ann", f"marker-{i:03d} " + "words " * 20, "ok", at=f"2023-05-{1 + i // 40:02d}T{i % 24:02d}:00")
+    bank.close()
+    db = store / DB_FILENAME
+    data = bytearray(db.read_bytes())
+    page = int.from_bytes(data[16:18], "big") or 65536  # the header's page size
+    hit = data.find(b"marker-200")
+    start = hit - hit % page
+    data[start : start + 12] = b"\xff" * 12  # the page's b-tree header
+    db.write_bytes(bytes(data))
+    damaged = db.read_bytes()
+    common = ["--store", str(store), "--encoder", "hashing-64"]
+    assert main(["export", *common, "--out", str(tmp_path / "plain.json")]) == 2
+    assert "damaged" in capsys.readouterr().err
+    assert main(["export", *common, "--salvage", "--out", str(tmp_path / "saved.json")]) == 0
+    err = capsys.readouterr().err
+    assert "memories:" in err and "could not be read and are left out" in err
+    turns = [t for day in json.loads((tmp_path / "saved.json").read_text())["Ann"]["history"].values() for t in day]
+    saved = {t["query"][:10] for t in turns}
+    assert "marker-200" not in saved and {"marker-000", "marker-100", "marker-399"} <= saved
+    assert len(turns) >= 400 - 60  # one page of rows left out
+    assert db.read_bytes() == damaged
