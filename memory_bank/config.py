@@ -12,6 +12,7 @@ rejected, so a typo in a YAML file is an error instead of a silently ignored opt
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any, Literal
 
@@ -149,6 +150,13 @@ class ForgettingConfig(_Strict):
     :data:`PAPER_FORGETTING` is the paper's curve as published."""
 
     mode: ForgettingMode = "paper"
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _yaml_off(cls, v: Any) -> Any:
+        """YAML reads an unquoted ``off`` (``forgetting: {mode: off}``) as false."""
+        return "off" if v is False else v
+
     tau: float = Field(
         7.0, gt=0, description="time scale in days: R = exp(-t / (tau * S)); 1 is the paper's curve"
     )
@@ -313,6 +321,12 @@ class MemoryBankConfig(_Strict):
         default_factory=SummaryConfig, description="the summariser's settings (memory_bank.summaries)"
     )
 
+    @field_validator("forgetting", mode="before")
+    @classmethod
+    def _forgetting_off(cls, v: Any) -> Any:
+        """``forgetting: off`` (false to YAML) or ``forgetting: "off"``: forgetting off."""
+        return {"mode": "off"} if v is False or v == "off" else v
+
     @field_validator("encoders")
     @classmethod
     def _known_languages(cls, v: dict[str, str]) -> dict[str, str]:
@@ -360,5 +374,21 @@ def load_config(path: str | Path | None = None, **overrides: Any) -> MemoryBankC
     try:
         return MemoryBankConfig.model_validate(data)
     except ValidationError as e:
-        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in e.errors())
+        problems = "; ".join(_problem(err) for err in e.errors())
         raise ConfigError(f"invalid memory bank configuration: {problems}") from e
+
+
+def _problem(err: Any) -> str:
+    """One validation error as ``where: what``, with the nearest known key for a misspelt one."""
+    loc = [str(p) for p in err["loc"]]
+    where = ".".join(loc)
+    if err["type"] != "extra_forbidden":
+        return f"{where}: {err['msg']}"
+    model: Any = MemoryBankConfig
+    for part in loc[:-1]:
+        field = model.model_fields.get(part)
+        model = getattr(field, "annotation", None) if field is not None else None
+        if not (isinstance(model, type) and issubclass(model, BaseModel)):
+            return f"{where}: unknown key"
+    near = difflib.get_close_matches(loc[-1], list(model.model_fields), n=1)
+    return f"{where}: unknown key" + (f" (did you mean {near[0]!r}?)" if near else "")

@@ -25,7 +25,7 @@ def test_flags_override_the_file(tmp_path) -> None:  # type: ignore[no-untyped-d
 @pytest.mark.parametrize(
     "text, match",
     [
-        ("retrieval:\n  topk: 3\n", "retrieval.topk: Extra inputs are not permitted"),
+        ("retrieval:\n  topk: 3\n", "retrieval.topk: unknown key"),
         ("forgetting:\n  mode: sometimes\n", "forgetting.mode"),
         ("forgetting:\n  tau: 0\n", "forgetting.tau"),
         ("- a\n- b\n", "must hold a mapping"),
@@ -75,3 +75,22 @@ def test_a_config_file_that_is_not_utf8_or_yaml_is_one_clear_error(tmp_path) -> 
     with pytest.raises(ConfigError) as e:
         load_config(broken)
     assert "\n" not in str(e.value)
+
+
+def test_yaml_off_and_misspelt_keys_are_understood(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """YAML reads an unquoted off as false: ``forgetting: {mode: off}`` (the form the docs give)
+    was refused with "Input should be 'paper', 'original-code' or 'off'", and a misspelt key
+    got pydantic's "Extra inputs are not permitted" with no hint of the key meant."""
+    import pytest
+
+    from memory_bank.config import load_config
+    from memory_bank.errors import ConfigError
+
+    for text in ("forgetting: {mode: off}\n", "forgetting: off\n", 'forgetting: "off"\n'):
+        (tmp_path / "c.yaml").write_text(text)
+        assert load_config(tmp_path / "c.yaml").forgetting.mode == "off"
+    (tmp_path / "c.yaml").write_text("retrieval: {topk: 3}\nforgeting: {tau: 2}\n")
+    with pytest.raises(ConfigError) as refused:
+        load_config(tmp_path / "c.yaml")
+    assert "retrieval.topk: unknown key (did you mean 'top_k'?)" in str(refused.value)
+    assert "forgeting: unknown key (did you mean 'forgetting'?)" in str(refused.value)
