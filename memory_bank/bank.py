@@ -268,12 +268,18 @@ class MemoryBank:
 
     @classmethod
     def open(
-        cls, store: str | Path, *, config_file: str | Path | None = None, **overrides: Any
+        cls, store: str | Path | None = None, *, config_file: str | Path | None = None, **overrides: Any
     ) -> MemoryBank:
-        """Open (or create) the bank stored in directory ``store``."""
+        """Open (or create) the bank stored in ``store`` (a directory or URL; ``None``: the
+        ``store:`` of ``config_file``, which must then give one)."""
         clock = overrides.pop("clock", None)
         encoder = overrides.pop("encoder_instance", None)
-        return cls(load_config(config_file, store=str(store), **overrides), clock=clock, encoder=encoder)
+        config = load_config(config_file, store=None if store is None else str(store), **overrides)
+        if store is None and "store" not in config.model_fields_set:
+            raise InvalidInputError(
+                "no store given: pass MemoryBank.open(store) or set store: in the config file"
+            )
+        return cls(config, clock=clock, encoder=encoder)
 
     def close(self) -> None:
         self._cache.close()

@@ -245,7 +245,8 @@ def _reembed(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
-        "--store", required=True, help="memory store: a directory, sqlite:///DIR or postgresql://user@host/db"
+        "--store",
+        help="memory store: a directory, sqlite:///DIR or postgresql://user@host/db (default: the --config file's store:)",
     )
     common.add_argument("--config", help="YAML config file; flags override it")
     common.add_argument("--language", choices=LANGUAGES, help="language (picks the default encoder)")
@@ -343,10 +344,26 @@ def _one_line(message: str) -> str:
     return re.sub(r"\s*\n\s*", " ", message.strip())
 
 
+def _configured_store(args: argparse.Namespace, parser: argparse.ArgumentParser) -> str:
+    """The ``store:`` of the ``--config`` file, for a command given no ``--store``."""
+    from memory_bank.config import load_config
+
+    if getattr(args, "config", None):
+        try:
+            config = load_config(args.config)
+        except MemoryBankError as e:
+            parser.error(_one_line(str(e)))
+        if "store" in config.model_fields_set:
+            return config.store
+    parser.error("the following arguments are required: --store (or a store: in the --config file)")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     load_commands()
     parser = build_parser()
     args = parser.parse_args(argv)
+    if hasattr(args, "store") and args.store is None:  # the common options: --config may name it
+        args.store = _configured_store(args, parser)
     logging.basicConfig(
         level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
         format="%(levelname)s %(name)s: %(message)s",

@@ -47,7 +47,8 @@ def _positive(kind: Callable[[str], Any], least: float = 0, why: str = "") -> Ca
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--data-dir", default="./memorybank_data", help="memory store directory (default: ./memorybank_data)"
+        "--data-dir",
+        help="memory store directory or database URL (default: the --config file's store:, else ./memorybank_data)",
     )
     parser.add_argument("--llm", help="LLM spec (default: the packaged SmolLM2 through llama.cpp)")
     parser.add_argument(

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from memory_bank.bank import MemoryBank
-from memory_bank.config import SummaryConfig
+from memory_bank.config import SummaryConfig, load_config
 from memory_bank.errors import StoreError
+from memory_bank.stores.sqlite import DB_FILENAME
 from silicon_friend.engine import ChatSettings, SiliconFriend
 from silicon_friend.models import LoadedModel, load_model
 
@@ -33,7 +34,8 @@ class Options:
     holds the generation settings (temperature, top-p, reply length).
     """
 
-    data_dir: str = DEFAULT_DATA_DIR
+    #: ``None``: the ``store:`` of ``config``, else :data:`DEFAULT_DATA_DIR`.
+    data_dir: str | None = DEFAULT_DATA_DIR
     llm: str | None = None
     #: hf models: run the Python code a model folder ships (see memory_bank.llm.LLMSpec).
     trust_remote_code: bool = False
@@ -57,15 +59,25 @@ def open_bank(options: Options) -> MemoryBank:
         overrides["encoder"] = options.encoder
     if options.forgetting:
         overrides["forgetting"] = {"mode": options.forgetting}
-    where = Path(options.data_dir).expanduser()
-    try:
-        where.mkdir(parents=True, exist_ok=True)
-    except OSError as e:  # a file there, a read-only or missing mount
-        raise StoreError(
-            f"cannot use {str(where)!r} as the data directory ({e.strerror or e}); give --data-dir a "
-            "directory this user can write"
-        ) from e
-    bank = MemoryBank.open(where, config_file=options.config, **overrides)
+    store = options.data_dir
+    if store is None:
+        configured = load_config(options.config) if options.config else None
+        store = configured.store if configured and "store" in configured.model_fields_set else DEFAULT_DATA_DIR
+    if "://" in store and not store.startswith("sqlite:"):  # a database URL: nothing to make here
+        bank = MemoryBank.open(store, config_file=options.config, **overrides)
+    else:
+        where = Path(store.removeprefix("sqlite:///")).expanduser()
+        existed = (where / DB_FILENAME).exists()
+        try:
+            where.mkdir(parents=True, exist_ok=True)
+        except OSError as e:  # a file there, a read-only or missing mount
+            raise StoreError(
+                f"cannot use {str(where)!r} as the data directory ({e.strerror or e}); give --data-dir a "
+                "directory this user can write"
+            ) from e
+        bank = MemoryBank.open(where, config_file=options.config, **overrides)
+        if not existed:  # a mistyped --data-dir would otherwise look like every memory gone
+            logger.warning("created a new memory store in %s", where.resolve())
     try:
         # --encoder that is not the store's, or cannot load: refused at start, not mid-chat
         bank.check_encoder(load_new=bool(options.encoder))

@@ -94,3 +94,33 @@ def test_yaml_off_and_misspelt_keys_are_understood(tmp_path) -> None:  # type: i
         load_config(tmp_path / "c.yaml")
     assert "retrieval.topk: unknown key (did you mean 'top_k'?)" in str(refused.value)
     assert "forgeting: unknown key (did you mean 'forgetting'?)" in str(refused.value)
+
+
+def test_a_config_files_store_is_used_where_no_store_is_given(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """configs/memorybank.yaml has a store: key and the README suggests one for PostgreSQL, yet
+    every command required --store, silicon-friend used ./memorybank_data and MemoryBank.open
+    needed a store argument."""
+    import pytest
+
+    from memory_bank import MemoryBank
+    from memory_bank.cli import main
+    from memory_bank.errors import InvalidInputError
+    from silicon_friend.runtime import Options, open_bank
+
+    config = tmp_path / "c.yaml"
+    config.write_text(f"store: {tmp_path / 'mine'}\nencoder: hashing-64\n")
+    assert main(["add", "--config", str(config), "--user", "Ann", "--query", "I play the harp"]) == 0
+    assert main(["stats", "--config", str(config)]) == 0 and "turn: 1" in capsys.readouterr().out
+    with MemoryBank.open(config_file=config) as bank:
+        assert [m.text for m in bank.history("Ann")] == ["I play the harp"]
+    bank = open_bank(Options(data_dir=None, config=str(config)))
+    try:
+        assert bank.has_user("Ann")
+    finally:
+        bank.close()
+    (tmp_path / "none.yaml").write_text("language: en\n")
+    with pytest.raises(InvalidInputError, match="no store given"):
+        MemoryBank.open(config_file=tmp_path / "none.yaml")
+    with pytest.raises(SystemExit):
+        main(["stats", "--config", str(tmp_path / "none.yaml")])
+    assert "--store (or a store: in the --config file)" in capsys.readouterr().err
