@@ -18,7 +18,8 @@ def test_web_defaults_are_safe() -> None:
     args = cli.build_parser().parse_args(["web"])
     assert args.host == "127.0.0.1" and args.port == 7860 and args.share is False
     assert args.auth is None and args.auth_file is None
-    assert args.data_dir == "./memorybank_data" and args.llm is None and args.language == "en"
+    assert args.data_dir is None and args.llm is None and args.language == "en"
+    assert cli._options(args).data_dir is None  # the config's store:, else ./memorybank_data (runtime)
 
 
 def test_auth_and_auth_file_are_exclusive(capsys) -> None:  # type: ignore[no-untyped-def]
