@@ -74,6 +74,14 @@ def extensions() -> list[AddParsers]:
     return list(_EXTENSIONS)
 
 
+def tcp_port(value: str) -> int:
+    """A TCP port, 1-65535 (argparse turns the ValueError into a one-line usage error)."""
+    port = int(value)
+    if not 1 <= port <= 65535:
+        raise ValueError(value)
+    return port
+
+
 def open_bank(args: argparse.Namespace, *, create: bool = False) -> MemoryBank:
     """The bank the common options name: ``--store`` (a directory or URL), ``--config`` (YAML;
     flags override it), ``--language``, ``--encoder`` and the forgetting flags ``--mode``,

@@ -8,15 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from memory_bank.cli_support import command, open_bank, register_extension
-
-
-def _port(value: str) -> int:
-    """A TCP port, 1-65535 (argparse turns the ValueError into a one-line usage error)."""
-    port = int(value)
-    if not 1 <= port <= 65535:
-        raise ValueError(value)
-    return port
+from memory_bank.cli_support import command, open_bank, register_extension, tcp_port
 
 
 def _add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -34,7 +26,7 @@ def _add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", help="YAML/JSON config file")
     p.add_argument("--user", help="the one user served (required for stdio)")
     p.add_argument("--transport", choices=["stdio", "http"], default="stdio")
-    p.add_argument("--port", type=_port, default=8765, help="HTTP port on 127.0.0.1 (default 8765)")
+    p.add_argument("--port", type=tcp_port, default=8765, help="HTTP port on 127.0.0.1 (default 8765)")
     p.add_argument("--tokens", metavar="FILE", help="HTTP: JSON file mapping bearer tokens to users")
     p.add_argument("--language", choices=["en", "zh"], default=None)
     p.add_argument("--encoder", default=None, help="encoder name (default: the config's)")

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from memory_bank.cli_support import tcp_port
 from memory_bank.forgetting import MODES
 from memory_bank.languages import LANGUAGES
 from silicon_friend import __version__
@@ -97,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     web = sub.add_parser("web", help="serve the web app")
     _common(web)
     web.add_argument("--host", default="127.0.0.1", help="address to bind (default: loopback only)")
-    web.add_argument("--port", type=int, default=7860)
+    web.add_argument("--port", type=tcp_port, default=7860, help="port on the host (default: 7860)")
     web.add_argument("--share", action="store_true", help="open a public Gradio share link (off by default)")
     login = web.add_mutually_exclusive_group()
     login.add_argument("--auth", action="append", metavar="USER:PASS", help="require login (repeatable)")

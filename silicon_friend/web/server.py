@@ -12,6 +12,7 @@ from typing import Any
 from memory_bank.errors import InvalidInputError
 from memory_bank.text import validate_user
 from silicon_friend.engine import SiliconFriend
+from silicon_friend.errors import SiliconFriendError
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +86,28 @@ def serve(
         Middleware(RequestGuard, policy=policy),  # type: ignore[arg-type]
         Middleware(DownloadRoute, store=web.downloads),  # type: ignore[arg-type]
     ]
+    try:
+        _launch(demo, web, middleware, host, port, share, credentials)
+    except OSError as e:  # Gradio's advice names its own variables, not --port
+        if "port" not in str(e).lower():
+            raise
+        raise SiliconFriendError(
+            f"port {port} on {host} is in use (another app, or SiliconFriend already running); "
+            "stop it or give another --port"
+        ) from e
+    display = f"[{host}]" if ":" in host else host
+    print(f"SiliconFriend is running at http://{display}:{demo.server_port}", flush=True)
+    if block:
+        try:
+            demo.block_thread()  # until Ctrl-C; the caller closes the engine and the bank
+        finally:
+            web.finish()  # replies being made or waiting are stored first
+    return demo
+
+
+def _launch(
+    demo: Any, web: Any, middleware: list[Any], host: str, port: int, share: bool, credentials: Any
+) -> None:
     demo.launch(
         app_kwargs={"middleware": middleware},
         theme=web.theme(),
@@ -104,11 +127,3 @@ def serve(
         ssr_mode=False,
         quiet=True,
     )
-    display = f"[{host}]" if ":" in host else host
-    print(f"SiliconFriend is running at http://{display}:{demo.server_port}", flush=True)
-    if block:
-        try:
-            demo.block_thread()  # until Ctrl-C; the caller closes the engine and the bank
-        finally:
-            web.finish()  # replies being made or waiting are stored first
-    return demo

@@ -179,3 +179,24 @@ def test_the_log_stays_out_of_the_conversation_unless_verbose(tmp_path, monkeypa
         logged = [r for r in caplog.records if r.name == "silicon_friend.engine" and r.levelname == "WARNING"]
         assert bool(logged) is verbose
         caplog.clear()
+
+
+def test_a_port_out_of_range_or_in_use_is_one_line(engine, capsys) -> None:  # type: ignore[no-untyped-def]
+    """--port 99999 and a port already in use ended in tracebacks (Gradio's advice for the latter
+    named its own environment variable, not --port)."""
+    import socket
+
+    from silicon_friend.errors import SiliconFriendError
+    from silicon_friend.web.server import serve
+
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["web", "--port", "99999"])
+    assert "invalid tcp_port value: '99999'" in capsys.readouterr().err
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        with pytest.raises(SiliconFriendError, match=r"port \d+ on 127.0.0.1 is in use.*give another --port"):
+            serve(engine, port=taken.getsockname()[1], block=False)
+    finally:
+        taken.close()
