@@ -345,7 +345,18 @@ class MemoryBank:
                     f"{where} holds vectors of encoder {identity.describe(stored)}, which cannot be "
                     f"loaded here ({e}); install it, or {switch}"
                 ) from e
-            logger.info("%s was embedded with %r: using it instead of %r", where, stored.name, wanted)
+            # Said, not only logged for debugging: asking for Chinese on a store an English
+            # encoder wrote searches Chinese with that encoder (26% top-3 on a Chinese probe set).
+            logger.warning(
+                "%s was embedded with %r: using it instead of %r (the %s default); to switch, run "
+                "'memorybank reembed --store %s --encoder %s'",
+                where,
+                stored.name,
+                wanted,
+                self.config.language,
+                store,
+                wanted,
+            )
         else:
             encoder = self._encoder if self._encoder is not None else get_encoder(wanted)
         if stored is not None:

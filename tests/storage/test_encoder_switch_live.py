@@ -88,3 +88,18 @@ def test_an_interrupted_reembed_is_refused_not_searched_and_a_rerun_finishes_it(
     assert finisher.reembed() == 1
     assert _texts(finisher, "cat Miso") == ["I adopted a cat named Miso\nlovely"]
     assert [r.memory.text for r in finisher.search("Bob", "cello", k=1)] == ["I play the cello\nlovely"]
+
+
+def test_a_language_whose_encoder_is_not_the_stores_is_said_not_only_logged(tmp_path, clock, caplog) -> None:  # type: ignore[no-untyped-def]
+    """--language zh on a store an English encoder wrote searched Chinese with the English
+    encoder and said nothing (an info line for debugging): it is a warning naming the switch."""
+    import logging
+
+    MemoryBank.open(tmp_path / "s", clock=clock, encoders={"en": "hashing-64"}).add_turn(
+        "Ann", "I adopted a cat", "lovely", at="2023-05-01T10:00"
+    )
+    with caplog.at_level(logging.WARNING, logger="memory_bank.bank"):
+        zh = MemoryBank.open(tmp_path / "s", clock=clock, language="zh", encoders={"zh": "hashing-32"})
+        assert zh.encoder.name == "hashing-64"
+    assert "using it instead of 'hashing-32' (the zh default)" in caplog.text
+    assert "memorybank reembed --store" in caplog.text and "--encoder hashing-32" in caplog.text
