@@ -1422,10 +1422,15 @@ class MemoryBank:
             e.update(retention=1.0, forgets_on=None)
         retention = float(e["retention"])  # type: ignore[arg-type]
         status: Status
+        forgets_on = e["forgets_on"]
         if m.hidden:
             status = "hidden"
         elif m.archived:
             status = "forgotten"
+        elif never or f.mode == "off":
+            status = "kept"
+        elif isinstance(forgets_on, str) and forgets_on <= today.isoformat():
+            status = "forgotten"  # by the clock at ``today``, as a search then decides, pass or not
         elif never or f.mode == "off":
             status = "kept"
         else:

@@ -202,6 +202,18 @@ def test_explanations_cover_every_memory_with_its_state(make_bank) -> None:  # t
     assert len(bank.explanations("Ann", include_archived=False, now="2023-05-21")) == len(by_id) - 1
 
 
+def test_a_memory_the_clock_has_forgotten_is_explained_as_forgotten_before_any_pass(make_bank) -> None:  # type: ignore[no-untyped-def]
+    """Without a pass since (the README's own example), a memory whose day to be forgotten was
+    behind ``now`` was explained as "fading ... forgotten on <a past day> unless recalled",
+    while a search at that ``now`` already leaves it out of the live tier."""
+    bank = make_bank(forgetting={**CALENDAR, "content_weights": True, "daily_pass": False})
+    bank.add_turn("Ann", "Hi there!", "Hello!", at="2023-05-01T09:00")
+    small = bank.explain("Ann", "Ann_2023-05-01_0", now="2023-05-21")
+    assert (small.status, small.archived) == ("forgotten", False)
+    assert small.reason("en").startswith("forgotten: learned 20 days ago")
+    assert bank.explain("Ann", "Ann_2023-05-01_0", now="2023-05-02").status == "strong"
+
+
 def test_restore_counts_as_a_recall_so_the_next_pass_keeps_it(make_bank) -> None:  # type: ignore[no-untyped-def]
     bank = make_bank(forgetting=CALENDAR)
     bank.add_turn("Ann", "My cat is called Miso.", "Sweet name.", at="2023-05-01T09:00")
