@@ -172,12 +172,22 @@ def _web(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The terminal's form of the web page's notice: the packaged demo model cannot chat in Chinese.
+CHINESE_DEMO_NOTICE = (
+    "⚠️ 离线演示模型（SmolLM2-135M）不能用中文聊天。请用真正的模型启动：silicon-friend chat --language zh "
+    "再加上 --llm openai:MODEL@http://127.0.0.1:8080/v1（任何 OpenAI 兼容的服务）、"
+    "--llm llamacpp:/path/to/model.gguf，或 --llm hf:/path/to/chatglm-6b+/path/to/adapter --trust-remote-code。"
+)
+
+
 def _chat(args: argparse.Namespace) -> int:
     from silicon_friend.runtime import build_engine
     from silicon_friend.terminal import run_chat
 
     _say_loading(args)
     engine = build_engine(_options(args))
+    if engine.model.packaged and engine.language == "zh":  # as the web page says it, in Chinese
+        print(CHINESE_DEMO_NOTICE, file=sys.stderr, flush=True)
     root = logging.getLogger()
     level = root.level
     if not args.verbose:

@@ -200,3 +200,20 @@ def test_a_port_out_of_range_or_in_use_is_one_line(engine, capsys) -> None:  # t
             serve(engine, port=taken.getsockname()[1], block=False)
     finally:
         taken.close()
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_the_terminal_chat_says_in_chinese_that_the_demo_model_cannot_chat_in_chinese(tmp_path, monkeypatch, capsys, language) -> None:  # type: ignore[no-untyped-def]
+    """The web page says so in Chinese; the terminal printed only the English loading line and
+    then the demo model's nonsense Chinese."""
+    from memory_bank.llm import parse_llm_spec
+
+    def fake_load(spec, *, context_tokens=None, trust_remote_code=False):  # type: ignore[no-untyped-def]
+        return prepare_model(EchoChatModel(), spec=parse_llm_spec(spec), context_tokens=2048)
+
+    monkeypatch.setattr(runtime, "load_model", fake_load)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("stop\n"))
+    code = cli.main(["chat", "--user", "Emily", "--data-dir", str(tmp_path / "d"), "--encoder", "hashing",
+                     "--language", language, "--no-summaries"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 0 and (("离线演示模型（SmolLM2-135M）不能用中文聊天" in err) == (language == "zh"))
