@@ -129,6 +129,7 @@ class Turn:
     temporary: bool = False
     resumed: bool = False  # read back from the store (a reload), not answered in this session
     unsaved: bool = False  # storing it failed: the front ends must not say it was saved
+    cut: bool = False  # the reply reached its token cap and was kept up to its last full sentence
     error_before_save: str | None = None  # ``error`` before the failed save added its reason
 
     @property
@@ -460,7 +461,8 @@ class SiliconFriend:
                         session.turns.append(turn)
                     text = "".join(pieces)
                     if meta.get("finish_reason") == "length":  # cut at the token cap: end at a full sentence
-                        text = end_at_sentence(text)
+                        whole, text = text, end_at_sentence(text)
+                        turn.cut = text.strip() != whole.strip()
                     self._finish(session, turn, text, now, fitted)
 
     def reply(self, session: Session, message: str, settings: ChatSettings | None = None) -> Turn:

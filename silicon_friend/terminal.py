@@ -37,6 +37,7 @@ class TerminalTexts:
     bye: str
     bye_unsaved: str
     stopped_note: str
+    trimmed_note: str
     failed: str
     not_saved: str
     failed_temporary: str
@@ -68,6 +69,7 @@ TERMINAL: dict[str, TerminalTexts] = {
         bye="Bye, {user}! Your memories are saved.",
         bye_unsaved="Bye, {user}! Some of this chat's messages were NOT saved (see above).",
         stopped_note="[stopped before the model said anything; your message was saved]",
+        trimmed_note="[the reply reached its length limit: it was kept up to its last full sentence]",
         failed="[the model failed to reply: {error}; your message was saved]",
         not_saved="[your message was NOT saved: {error}; it is saved with your next message once the store works again]",
         failed_temporary="[the model failed to reply: {error}; a temporary chat saves nothing]",
@@ -97,6 +99,7 @@ TERMINAL: dict[str, TerminalTexts] = {
         bye="再见，{user}！你的记忆已保存。",
         bye_unsaved="再见，{user}！这次对话中有些消息没有保存（见上文）。",
         stopped_note="[在模型开口之前就停止了；你的消息已保存]",
+        trimmed_note="[回复达到长度上限：只保留到最后一个完整的句子]",
         failed="[模型没有成功回复：{error}；你的消息已保存]",
         not_saved="[你的消息没有保存：{error}；存储恢复后，它会随下一条消息一起保存]",
         failed_temporary="[模型没有成功回复：{error}；临时对话不保存任何内容]",
@@ -270,4 +273,6 @@ def run_chat(
                 out.write(t.stopped_note)  # the user stopped it: not a failure of the model
             elif turn.error:
                 out.write((t.failed_temporary if turn.temporary else t.failed).replace("{error}", error))
+            elif turn.cut:
+                out.write("\n" + t.trimmed_note)  # what is kept (and shown on a reload) is less than was printed
             out.write("\n")

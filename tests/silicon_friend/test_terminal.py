@@ -272,3 +272,25 @@ def test_refusals_are_in_chinese_in_a_chinese_chat(make_engine) -> None:  # type
     assert "[没有发送：消息太长，模型放不下" in text
     assert "[没有发送：第 3 个位置有无效的字符" in text
     assert "user name" not in text and "the message" not in text
+
+
+@pytest.mark.parametrize("language, note", [("en", "kept up to its last full sentence"), ("zh", "只保留到最后一个完整的句子")])
+def test_a_reply_cut_at_its_cap_says_that_less_was_kept_than_was_printed(make_engine, language, note) -> None:  # type: ignore[no-untyped-def]
+    """The terminal printed the whole stream, "... Let us make a", while the turn kept (and a
+    reload shows) "I hear you. Exams are hard!": it now says so under the reply."""
+    from langchain_core.messages import AIMessageChunk
+    from langchain_core.outputs import ChatGenerationChunk
+
+    class CutModel(EchoChatModel):
+        def _stream(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
+            for word in ["I hear you.", " Exams are hard!", " Let us make a"]:
+                yield ChatGenerationChunk(message=AIMessageChunk(content=word))
+            yield ChatGenerationChunk(
+                message=AIMessageChunk(content="", response_metadata={"finish_reason": "length"})
+            )
+
+    engine = make_engine(CutModel(), language=language)
+    text = drive(engine, ["I am stressed"])
+    assert note in text
+    assert [m.response for m in engine.bank.history("Emily")] == ["I hear you. Exams are hard!"]
+    assert note not in drive(make_engine(EchoChatModel(), language=language), ["I am fine"])
