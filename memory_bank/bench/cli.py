@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -70,6 +71,11 @@ def _bench(args: argparse.Namespace) -> int:
     from memory_bank.bench.report import markdown
     from memory_bank.bench.runner import SYSTEMS, BenchConfig, run
 
+    if args.mem0_python and not (os.path.isfile(args.mem0_python) and os.access(args.mem0_python, os.X_OK)):
+        raise InvalidInputError(  # checked before any work: the run found out after its first stage
+            f"--mem0-python {args.mem0_python!r} is not a python interpreter here; give the python of "
+            "the environment where mem0ai is installed (e.g. /path/to/venv/bin/python)"
+        )
     overrides: dict[str, Any] = {
         "sizes": args.sizes,
         "users": args.users,

@@ -110,7 +110,7 @@ class HFChatModel(BaseChatModel):
         except Exception as e:  # a wrong or damaged adapter or model: one line, at start-up
             detail = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
             raise SiliconFriendError(
-                f"cannot load the hf model {model_path or ''}+{adapter or ''}: {detail}"
+                f"cannot load the hf model {model_path or ''}{'+' + str(adapter) if adapter else ''}: {detail}"
             ) from e
         if (
             prompt_format is None

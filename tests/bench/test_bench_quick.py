@@ -38,6 +38,9 @@ def test_quick_mode_writes_the_documented_json(tmp_path, capsys) -> None:  # typ
 def test_unknown_baseline_is_a_one_line_error(capsys) -> None:  # type: ignore[no-untyped-def]
     assert main(["bench", "--quick", "--baselines", "zep"]) == 2
     assert "unknown baseline 'zep'" in capsys.readouterr().err
+    # a --mem0-python that is not there is refused before any work (it failed after the first stage)
+    assert main(["bench", "--quick", "--mem0-python", "/nonexistent/bin/python"]) == 2
+    assert "--mem0-python '/nonexistent/bin/python' is not a python interpreter" in capsys.readouterr().err
 
 
 def test_the_mem0_worker_runs_without_langchain() -> None:
