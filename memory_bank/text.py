@@ -23,6 +23,7 @@ import functools
 import itertools
 import re
 import unicodedata
+from collections.abc import Callable
 
 from memory_bank.errors import InvalidInputError
 
@@ -256,7 +257,7 @@ _ZH_STOP_RE = re.compile("|".join(sorted(ZH_STOP_WORDS, key=len, reverse=True)))
 #: each partition's lexical index (:mod:`memory_bank.lexical_snapshot`) under this version and
 #: rebuild it when it differs: change it with any change to tokens, stop words, stemming or
 #: question detection, or searches after a restart would read the old tokens.
-TOKENIZER_VERSION = "1"
+TOKENIZER_VERSION = "2"  # 2: Traditional Chinese folded to Simplified
 
 
 def _stem(word: str) -> str:
@@ -291,9 +292,20 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
+@functools.lru_cache(maxsize=1)
+def _to_simplified() -> Callable[[str], str]:
+    """OpenCC's Traditional-to-Simplified conversion (phrase-aware: 乾隆 stays, 乾了 becomes 干了)."""
+    import opencc
+
+    return opencc.OpenCC("t2s").convert
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _cjk_tokens(run: str) -> tuple[str, ...]:
-    """Unigrams and bigrams of a CJK run, split at :data:`ZH_STOP_WORDS` (cached: runs repeat)."""
+    """Unigrams and bigrams of a CJK run, split at :data:`ZH_STOP_WORDS` (cached: runs repeat).
+    Traditional characters are folded to Simplified first, so 我兒子的手機 and 我儿子的手机 share
+    their tokens (a question in one script finds memories in the other)."""
+    run = _to_simplified()(run)
     out: list[str] = []
     for seg in _ZH_STOP_RE.split(run):
         out.extend(c for c in seg if c not in _ZH_STOP)

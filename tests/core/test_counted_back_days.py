@@ -51,3 +51,19 @@ def test_a_day_counted_back_finds_what_was_said_then(make_bank, turns, question,
     ids = [bank.add_turn("Ann", text, "I see.", at=at).memory_id for at, text in turns]
     hits = bank.search("Ann", question, k=3, now="2023-06-21")
     assert hits[0].memory.memory_id == ids[expected], [h.memory.text for h in hits]
+
+
+@pytest.mark.parametrize(
+    "memory, distractor, question",
+    [
+        ("儿子换了手机号：139 0000 1234。", "我的手機壞了，只好用舊的。", "我兒子的手機號是多少？"),
+        ("兒子換了手機號：139 0000 1234。", "我的手机坏了，只好用旧的。", "我儿子的手机号是多少？"),
+    ],
+)
+def test_a_question_in_one_chinese_script_finds_a_memory_in_the_other(make_bank, memory, distractor, question) -> None:  # type: ignore[no-untyped-def]
+    """A distractor in the question's own script shares one of its words (手机); the memory in the
+    other script shares all of them (儿子, 手机号), but only once both are folded to one script."""
+    bank = make_bank(language="zh")
+    want = bank.add_turn("Ann", memory, "好的。", at="2023-06-10T20:00").memory_id
+    bank.add_turn("Ann", distractor, "理财很重要。", at="2023-06-11T20:00")
+    assert bank.search("Ann", question, k=1, now="2023-06-21")[0].memory.memory_id == want

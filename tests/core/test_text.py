@@ -145,3 +145,13 @@ def test_days_counted_back_from_today(text: str, days: list[str], months: list[s
     assert sorted(d.isoformat()[5:] for d in dates_in(text, now=now, years=(2023,))) == sorted(days)
     assert sorted(months_in(text, years=(2023,), now=now)) == months
     assert (text[spans[0][0] : spans[0][1]] if spans else None) == said
+
+
+def test_traditional_chinese_shares_its_tokens_with_simplified() -> None:
+    """A question in Traditional characters (Taiwan, Hong Kong) missed memories written in
+    Simplified ones and the reverse: BM25 saw other tokens. Both fold to Simplified, phrase by
+    phrase (乾隆 is a name and stays; 乾了 is 'dried' and becomes 干了)."""
+    assert tokenize("我兒子的手機號多少？") == tokenize("我儿子的手机号多少？")
+    assert tokenize("我們上週去看電影") == tokenize("我们上周去看电影")
+    assert "乾隆" in tokenize("乾隆皇帝") and "干了" in tokenize("頭髮乾了")
+    assert tokenize("Lisbon Museum 2023") == ["lisbon", "museum", "2023"]  # other scripts as before
