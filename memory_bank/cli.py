@@ -249,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="memory store: a directory, sqlite:///DIR or postgresql://user@host/db (default: the --config file's store:)",
     )
     common.add_argument("--config", help="YAML config file; flags override it")
+    common.set_defaults(store_from_config=True)  # no --store: the --config file's store:
     common.add_argument("--language", choices=LANGUAGES, help="language (picks the default encoder)")
     common.add_argument(
         "--encoder",
@@ -362,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     load_commands()
     parser = build_parser()
     args = parser.parse_args(argv)
-    if hasattr(args, "store") and args.store is None:  # the common options: --config may name it
+    if getattr(args, "store_from_config", False) and args.store is None:  # the common options
         args.store = _configured_store(args, parser)
     logging.basicConfig(
         level=logging.INFO if getattr(args, "verbose", False) else logging.WARNING,
