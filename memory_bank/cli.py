@@ -85,6 +85,13 @@ def _salvaged(args: argparse.Namespace) -> dict[str, Any]:
     integrity.sweep_leftovers(scratch, "mb-salvage-")
     with tempfile.TemporaryDirectory(prefix=integrity.private_prefix("mb-salvage-")) as work:
         counts = salvage(sqlite_directory(str(args.store)), Path(work) / "store")
+        made = counts.pop("recovered users", (0, 0))[0]
+        if made:
+            print(
+                f"salvage: {made} users' own records could not be read; their memories are exported "
+                "under the name their memory ids carry, else as 'salvaged user N'",
+                file=sys.stderr,
+            )
         for table, (copied, lost) in counts.items():
             if lost:
                 what = "none could be found" if lost < 0 else f"{lost} could not be read and are left out"

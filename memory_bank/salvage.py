@@ -15,6 +15,8 @@ which ``memorybank export`` writes a memory file to import into the restored sto
 from __future__ import annotations
 
 import contextlib
+import re
+import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -95,9 +97,17 @@ def salvage(source: str | Path, into: str | Path) -> dict[str, tuple[int, int]]:
             f"{str(target)!r} already holds a memory store; give a new folder for the salvaged copy"
         )
     SQLiteStorage(target).close()  # a fresh store of this version's schema
+    # The damaged file and its -wal (the newest memories, after a crash) are read from a private
+    # copy: SQLite applies a -wal only through a -shm index it must write, and the original
+    # folder and files are never written.
+    source_copy = target / "source"
+    source_copy.mkdir(mode=0o700)
+    shutil.copyfile(db, source_copy / DB_FILENAME)
+    if integrity.wal_path(db).is_file():
+        shutil.copyfile(integrity.wal_path(db), source_copy / (DB_FILENAME + "-wal"))
     # Each copy commits on its own (a fresh folder: an interrupted salvage leaves only a copy).
     conn = sqlite3.connect(target / DB_FILENAME, isolation_level=None)
-    uri = f"{db.resolve().as_uri()}?mode=ro&immutable=1"
+    uri = f"{(source_copy / DB_FILENAME).resolve().as_uri()}?mode=ro"
 
     def reattach() -> None:
         conn.execute("DETACH DATABASE old")
@@ -129,8 +139,9 @@ def salvage(source: str | Path, into: str | Path) -> dict[str, tuple[int, int]]:
                 present = True  # the schema page itself: try the table anyway
             if present and _columns(conn, "main", table):
                 counts[table] = _copy_table(conn, table, reattach)
-        # Memories whose user row was lost would belong to nobody.
-        conn.execute("DELETE FROM main.memories WHERE user_id NOT IN (SELECT id FROM main.users)")
+        # Memories whose user row was lost keep a user: the name their ids carry
+        # (``{user}_{date}_{n}``), else one that says what happened.
+        counts["recovered users"] = _recover_users(conn)
         conn.execute(f"DELETE FROM main.meta WHERE key IN ({', '.join('?' * len(_OWN_META))})", _OWN_META)
         conn.execute(
             "INSERT INTO main.meta(key, value) VALUES ('schema_version', ?), ('store_id', ?), ('commits', '0')",
@@ -140,5 +151,30 @@ def salvage(source: str | Path, into: str | Path) -> dict[str, tuple[int, int]]:
         raise StoreError(f"cannot read {str(db)!r} at all ({e}); restore the latest backup") from e
     finally:
         conn.close()
+        shutil.rmtree(source_copy, ignore_errors=True)
     SQLiteStorage(target).close()  # opens the copy as a store: checks it, records its new id
     return counts
+
+
+_ID_USER = re.compile(r"^(.+)_\d{4}-\d{2}-\d{2}_(?:\d+|summary|personality)$")
+
+
+def _recover_users(conn: sqlite3.Connection) -> tuple[int, int]:
+    """Give the memories whose user row did not survive a user: the name their memory ids
+    carry where they all agree, else ``salvaged user <id>``. ``(users made, 0)``."""
+    made = 0
+    for (user_id,) in conn.execute(
+        "SELECT DISTINCT user_id FROM main.memories WHERE user_id NOT IN (SELECT id FROM main.users)"
+    ).fetchall():
+        ids = [
+            r[0] for r in conn.execute("SELECT memory_id FROM main.memories WHERE user_id = ?", (user_id,))
+        ]
+        names = {m.group(1) for m in map(_ID_USER.match, ids) if m}
+        name = names.pop() if len(names) == 1 else f"salvaged user {user_id}"
+        taken = conn.execute("SELECT 1 FROM main.users WHERE name = ?", (name,)).fetchone()
+        conn.execute(
+            "INSERT INTO main.users (id, name) VALUES (?, ?)",
+            (user_id, f"salvaged user {user_id}" if taken else name),
+        )
+        made += 1
+    return made, 0

@@ -332,3 +332,46 @@ def test_a_damaged_store_s_memories_that_still_read_can_be_exported(tmp_path, ca
     assert "marker-200" not in saved and {"marker-000", "marker-100", "marker-399"} <= saved
     assert len(turns) >= 400 - 60  # one page of rows left out
     assert db.read_bytes() == damaged
+
+
+def test_salvage_keeps_the_wal_s_newest_memories_and_memories_whose_user_row_is_damaged(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Salvage read the damaged file as immutable, which ignores its -wal: the newest memories,
+    those an unclean stop leaves only there (the ones newer than the last backup), were left
+    out without a word. And a damaged users page dropped every memory of those users, though
+    their rows read fine."""
+    import json
+
+    store = tmp_path / "s"
+    writer = """import os, sys
+from memory_bank import MemoryBank
+from memory_bank.embeddings import HashingEncoder
+b = MemoryBank.open(sys.argv[1], encoder_instance=HashingEncoder(64))
+for i in range(3):
+    b.add_turn("Ann", f"newest-{i} my sister moved to Lisbon", "ok", at="2023-06-01T10:00")
+os._exit(0)  # killed: the newest turns are in the -wal only
+"""
+    bank = MemoryBank.open(store, encoder_instance=HashingEncoder(64))
+    bank.add_turn("Ann", "I adopted a cat named Miso", "lovely", at="2023-05-01T10:00")
+    bank.close()
+    subprocess.run([sys.executable, "-c", writer, str(store)], check=True, cwd=str(REPO))
+    assert (store / (DB_FILENAME + "-wal")).stat().st_size > 0
+    common = ["--store", str(store), "--encoder", "hashing-64"]
+    assert main(["export", *common, "--salvage", "--out", str(tmp_path / "a.json")]) == 0
+    history = json.loads((tmp_path / "a.json").read_text())["Ann"]["history"]
+    assert sum(q["query"].startswith("newest-") for day in history.values() for q in day) == 3
+    # the users table's page damaged: Ann's memories are kept under the name their ids carry
+    db = store / DB_FILENAME
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    data = bytearray(db.read_bytes())
+    page = int.from_bytes(data[16:18], "big") or 65536
+    root = sqlite3.connect(db).execute("SELECT rootpage FROM sqlite_schema WHERE name = 'users'").fetchone()[0]
+    start = (root - 1) * page
+    data[start : start + 12] = b"\xff" * 12
+    db.write_bytes(bytes(data))
+    capsys.readouterr()
+    assert main(["export", *common, "--salvage", "--out", str(tmp_path / "b.json")]) == 0
+    assert "could not be read; their memories are exported under the name their memory ids carry" in capsys.readouterr().err
+    saved = json.loads((tmp_path / "b.json").read_text())
+    assert sum(len(day) for day in saved["Ann"]["history"].values()) == 4
