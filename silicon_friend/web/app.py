@@ -278,13 +278,30 @@ class WebApp:
         if kept is not None:
             return kept
         before = self.engine.summary_status(user)
+        old = tab.session
         tab.session = self.engine.start(user)
         after = self.engine.summary_status(user)
         if before is not None and after is not None and after.version != before.version:
             tab.summary_seen = (tab.session.user, before.version, "")
         tab.session.temporary = tab.temporary
         self.engine.resume(tab.session, self.engine.settings.history_turns)
+        self._carry_unsaved(old, tab.session)
         return tab.session
+
+    def _carry_unsaved(self, old: Session | None, new: Session) -> None:
+        """Turns of ``old`` the store could not take are stored now if they can be; those still
+        unsaved stay on screen in ``new`` (the same user signing in again) to be stored with the
+        next message. A new session used to drop them, though the page had said they would be
+        saved with the next message."""
+        if old is None or old is new or not any(t.unsaved for t in old.turns):
+            return
+        self.engine.store_unsaved(old)
+        left = [t for t in old.turns if t.unsaved]
+        if left and old.user.strip() == new.user.strip() and not old.ended:
+            with new.lock:
+                new.turns.extend(left)
+        elif left:
+            logger.warning("%d unsaved turns of %r could not be stored", len(left), old.user)
 
     def _session(self, name: str | None, request: gr.Request | None) -> Session:
         """The tab's session for the user the request acts as (a new one if the user changed)."""
@@ -292,8 +309,10 @@ class WebApp:
         tab = self._tab(request)
         if tab.session is None or tab.session.user.strip() != user.strip():
             self._kept(tab, user)  # refused while a reply of another user is being made
+            old = tab.session
             tab.session = self.engine.start(user)
             tab.session.temporary = tab.temporary
+            self._carry_unsaved(old, tab.session)
         return tab.session
 
     def _current(self, request: gr.Request | None) -> Session | None:
@@ -748,12 +767,22 @@ class WebApp:
         while time.monotonic() < deadline:
             tabs = self.sessions.busy()
             if not tabs:
-                return True
+                return self._store_unsaved()
             for tab in tabs:
                 tab.stop_current()
             time.sleep(0.02)
         logger.warning("stopped waiting for %d replies to be stored", len(self.sessions.busy()))
         return False
+
+    def _store_unsaved(self) -> bool:
+        """A last try for the turns the store could not take, in every tab; whether all are stored."""
+        ok = True
+        for tab in self.sessions.every():
+            if tab.session is not None and not tab.session.ended:
+                ok = self.engine.store_unsaved(tab.session) and ok
+        if not ok:
+            logger.warning("some messages the store could not take are still not saved")
+        return ok
 
     def stop(self, request: gr.Request) -> None:
         """Stop the tab's reply whose turn it is (being prepared, waiting or streaming)."""

@@ -349,6 +349,11 @@ class SessionRegistry:
             items = list(self._items.values()) + [w for _, w in self._orphans]
         return [w for w in items if w.busy()]
 
+    def every(self) -> list[WebSession]:
+        """Every tab, closed ones kept for a reload included."""
+        with self._lock:
+            return list(self._items.values()) + [w for _, w in self._orphans]
+
     def of_user(self, user: str) -> list[WebSession]:
         """Every tab whose conversation is ``user``'s, closed ones still replying included (an
         edit, a deletion or "Forget me" must reach their replies too)."""
