@@ -410,22 +410,30 @@ _ZH_WEEK = r"(?:星期|礼拜|禮拜|周|週)"
 #: is "this week's weather"); 一 not when it starts a word (上周一起去 is "went together last week").
 _ZH_WEEKDAY = (
     r"(?:(?:星期|礼拜|禮拜)(?P<zh_wd>[一二三四五六日天1-7])|(?:周|週)(?P<zh_wd2>[一二三四五六日1-7]))"
-    r"(?![起直样樣下些点點共定般切同])"
+    r"(?![起直样樣下些点點共定般切同手])"
 )
+#: "last" of "the/my/our... last week of June", "the last night of our trip": an ordinal, not a day.
+_EN_NOT_AFTER = "".join(f"(?<!{w} )" for w in ("the", "my", "our", "his", "her", "its", "your", "their"))
+_EN_NOT_OF = r"(?!\s+of\b)"
+#: 上 ending a word (晚上月亮, 马上周末, 网上周杰伦, 身上, 路上): not "last".
+_ZH_NOT_AFTER = r"(?<![晚早马馬网網线線楼樓身台路街车車班世海地面山桌床墙牆头頭脸臉心手])"
+#: 周 starting a word (这周围, 周边, 周年, 周岁): not "week".
+_ZH_NOT_WEEK_WORD = r"(?![围圍边邊到年岁歲期刊全转轉游遊密折长長])"
 _BACK = re.compile(
     "|".join(
         [
             rf"\b(?P<en_n>{_EN_NUMBER}|\d{{1,3}})\s+(?P<en_unit>day|week|month)s?\s+ago\b",
-            rf"\b(?:last|this\s+past)\s+(?P<en_wd>{'|'.join(_WEEKDAYS_EN)})\b",
-            r"\b(?:last|this\s+past)\s+(?P<en_weekend>weekend)\b",
-            r"\blast\s+(?P<en_week>week)\b",
-            r"\blast\s+(?P<en_month>month)\b",
+            rf"{_EN_NOT_AFTER}\b(?:last|this\s+past)\s+(?P<en_wd>{'|'.join(_WEEKDAYS_EN)})\b{_EN_NOT_OF}",
+            rf"{_EN_NOT_AFTER}\b(?:last|this\s+past)\s+(?P<en_weekend>weekend)\b{_EN_NOT_OF}",
+            rf"{_EN_NOT_AFTER}\blast\s+(?P<en_week>week)\b{_EN_NOT_OF}",
+            rf"{_EN_NOT_AFTER}\blast\s+(?P<en_month>month)\b{_EN_NOT_OF}",
             r"\b(?P<en_tonight>this\s+morning|this\s+afternoon|this\s+evening|tonight|earlier\s+today)\b",
-            r"\b(?P<en_last_night>last\s+night)\b",
+            rf"{_EN_NOT_AFTER}\b(?P<en_last_night>last\s+night)\b{_EN_NOT_OF}",
             rf"(?P<zh_n>{_ZH_NUMBER})\s*(?:(?P<zh_day>[天日])|[个個]?\s*(?P<zh_wk>{_ZH_WEEK})|[个個]\s*(?P<zh_mo>月))\s*(?:以)?前",
-            rf"(?P<zh_rel>上上|上|这|這|本)\s*[个個]?\s*(?:{_ZH_WEEKDAY}|(?P<zh_weekend>{_ZH_WEEK}末)|(?P<zh_week>{_ZH_WEEK}))",
-            r"(?P<zh_last_mo>上上|上)\s*[个個]?\s*月(?:\s*(?P<zh_mo_day>\d{1,2})\s*[日号號])?",
-            r"(?P<zh_part>今早|今晚|今夜|昨晚|昨夜|昨日|前晚)",
+            rf"{_ZH_NOT_AFTER}(?P<zh_rel>上上|上|这|這|本)\s*[个個]?\s*"
+            rf"(?:{_ZH_WEEKDAY}|(?P<zh_weekend>{_ZH_WEEK}末)|(?P<zh_week>{_ZH_WEEK}){_ZH_NOT_WEEK_WORD})",
+            rf"{_ZH_NOT_AFTER}(?P<zh_last_mo>上上|上)\s*[个個]?\s*月(?:\s*(?P<zh_mo_day>\d{{1,2}})\s*[日号號])?",
+            r"(?P<zh_part>今早|今晚|今夜|昨晚|昨夜|昨日|(?<![目以之提事当當眼从從先])前晚(?!上))",
         ]
     ),
     re.I,

@@ -133,6 +133,15 @@ def test_fillers_and_blanks_that_count_as_letters_show_nothing() -> None:
         ("上周一起去吃饭", ["06-12", "06-13", "06-14", "06-15", "06-16", "06-17", "06-18"], [], "上周"),
         ("以前上次上午今天前往", ["06-21"], [], None),  # 今天 is today (an older rule), nothing counted
         ("What did I say about my last job?", [], [], None),
+        # ordinary words and ordinals, not days (found by a re-attack)
+        ("昨天晚上月亮特别圆", ["06-20"], [], None),  # 昨天 is yesterday; 晚上月亮 is no 上月
+        ("这周围有什么好吃的", [], [], None),
+        ("以前晚上我常去跑步", [], [], None),
+        ("马上周末了你有什么计划", [], [], None),
+        ("网上周杰伦的新歌", [], [], None),
+        ("上周二手市场买的相机", ["06-12", "06-13", "06-14", "06-15", "06-16", "06-17", "06-18"], [], "上周"),
+        ("the last week of June was hot", [], ["2023-06"], None),  # June itself is named
+        ("on the last night of our trip", [], [], None),
     ],
 )
 def test_days_counted_back_from_today(text: str, days: list[str], months: list[str], said: str | None) -> None:
