@@ -166,7 +166,8 @@ def _parse_string(text: str) -> dict[str, Any]:
     parts = _URL_AT.split(rest, maxsplit=1)
     if len(parts) == 2:
         rest, out["base_url"] = parts
-    elif (host := _HOST_AT.search(rest)) is not None:  # sent as a model name to the default server
+    elif backend.lower() == "openai" and (host := _HOST_AT.search(rest)) is not None:
+        # a model name on the default (cloud) server; other backends read paths (/home/jane@corp.com/)
         raise LLMSpecError(
             f"the server {host.group(1)!r} in LLM spec {text!r} needs its scheme: write "
             f"'{backend}:{rest[: host.start()]}@http://{host.group(1)}'"

@@ -228,3 +228,5 @@ def test_a_server_without_its_scheme_is_refused_not_sent_to_the_cloud(spec: str,
         parse_llm_spec(spec)
     assert fix in str(refused.value)
     assert parse_llm_spec("openai:claude-3@20240229").model == "claude-3@20240229"  # '@' in a model name
+    for path in ("llamacpp:/home/jane@corp.example.com/models/q.gguf", "hf:/models/mistral-7b@v0.2"):
+        assert "@" in str(parse_llm_spec(path).model)  # a local path with '@' (a domain login's home)
