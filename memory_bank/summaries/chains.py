@@ -211,12 +211,13 @@ def _instruction_clauses(pack: LanguagePack, task: Task) -> tuple[str, ...]:
     """The clauses of ``task``'s instruction and closing cue long enough that a summary never
     says them by chance (folded): an answer holding one copied the prompt (a small model wrote
     "用户提到的宠物、朋友或家人不是用户。", the instruction's last clause, as the user's portrait).
-    Placeholders split clauses; Chinese clauses count from 8 characters, others from 24."""
+    Placeholders split clauses; Chinese clauses count from 12 characters, others from 32 (a user
+    may well ask for "one short paragraph", 写成一段简短的话, and a faithful summary says so)."""
     out = []
     for text in (pack.instructions[task], pack.cues[task]):
         for clause in re.split(r"\{[^}]*\}|[。！？；：!?;:\n]|[.,](?:\s|$)|，", text):
             clause = clause.strip().casefold()
-            if len(clause) >= (8 if CJK_RE.search(clause) else 24):
+            if len(clause) >= (12 if CJK_RE.search(clause) else 32):
                 out.append(clause)
     return tuple(out)
 

@@ -149,6 +149,19 @@ def test_an_answer_holding_a_clause_of_the_instruction_is_refused(language: str,
 
 
 @pytest.mark.parametrize(
+    ("language", "answer"),
+    [
+        ("en", "The user asked the companion to write one short paragraph for the club newsletter."),
+        ("zh", "用户让AI帮忙把旅行见闻写成一段简短的话，发在朋友圈。"),
+    ],
+)
+def test_a_summary_that_says_what_the_user_asked_for_in_short_words_of_the_instruction_is_kept(language: str, answer: str) -> None:
+    """Short clauses of the instruction are things users ask for too: a faithful summary of such
+    a day was refused on every retry, and the day got none."""
+    assert SummaryParser(language=language, task=Task.DAILY_EVENTS).parse(answer)
+
+
+@pytest.mark.parametrize(
     ("language", "pet", "user"),
     [
         (
