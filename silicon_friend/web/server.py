@@ -3,8 +3,10 @@ no analytics."""
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import socket
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -86,15 +88,13 @@ def serve(
         Middleware(RequestGuard, policy=policy),  # type: ignore[arg-type]
         Middleware(DownloadRoute, store=web.downloads),  # type: ignore[arg-type]
     ]
+    _check_listen(host, port)  # Gradio says "cannot find an empty port" for any bind failure
     try:
         _launch(demo, web, middleware, host, port, share, credentials)
-    except OSError as e:  # Gradio's advice names its own variables, not --port
+    except OSError as e:  # taken meanwhile; Gradio's advice names its own variables, not --port
         if "port" not in str(e).lower():
             raise
-        raise SiliconFriendError(
-            f"port {port} on {host} is in use (another app, or SiliconFriend already running); "
-            "stop it or give another --port"
-        ) from e
+        raise _port_in_use(host, port) from e
     display = f"[{host}]" if ":" in host else host
     print(f"SiliconFriend is running at http://{display}:{demo.server_port}", flush=True)
     if block:
@@ -103,6 +103,36 @@ def serve(
         finally:
             web.finish()  # replies being made or waiting are stored first
     return demo
+
+
+def _port_in_use(host: str, port: int) -> SiliconFriendError:
+    return SiliconFriendError(
+        f"port {port} on {host} is in use (another app, or SiliconFriend already running); "
+        "stop it or give another --port"
+    )
+
+
+def _check_listen(host: str, port: int) -> None:
+    """Refuse, naming the option to change, a --host this machine cannot listen on (a name
+    that does not resolve, another machine's address) and a --port already taken."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as e:
+        raise SiliconFriendError(
+            f"--host {host!r} is not a name or address this machine can resolve ({e.strerror}); "
+            "give 127.0.0.1 or an address of this machine"
+        ) from e
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                raise _port_in_use(host, port) from e
+            raise SiliconFriendError(
+                f"cannot listen on --host {host!r} ({e.strerror}): give 127.0.0.1 or an address of "
+                "this machine"
+            ) from e
 
 
 def _launch(

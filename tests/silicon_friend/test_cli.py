@@ -200,6 +200,9 @@ def test_a_port_out_of_range_or_in_use_is_one_line(engine, capsys) -> None:  # t
             serve(engine, port=taken.getsockname()[1], block=False)
     finally:
         taken.close()
+    # a --host this machine cannot listen on is named as such, not as a port in use
+    with pytest.raises(SiliconFriendError, match=r"--host 'no-such-host\.invalid' is not a name or address"):
+        serve(engine, host="no-such-host.invalid", port=7860, block=False)
 
 
 @pytest.mark.parametrize("language", ["zh", "en"])
