@@ -321,6 +321,13 @@ class MemoryBankConfig(_Strict):
         default_factory=SummaryConfig, description="the summariser's settings (memory_bank.summaries)"
     )
 
+    @field_validator("store")
+    @classmethod
+    def _named(cls, v: str) -> str:
+        if not v.strip():  # an empty store: would have been the current folder
+            raise ValueError("is empty; give a directory or a database URL")
+        return v
+
     @field_validator("forgetting", mode="before")
     @classmethod
     def _forgetting_off(cls, v: Any) -> Any:
@@ -383,7 +390,7 @@ def _problem(err: Any) -> str:
     loc = [str(p) for p in err["loc"]]
     where = ".".join(loc)
     if err["type"] != "extra_forbidden":
-        return f"{where}: {err['msg']}"
+        return f"{where}: {err['msg'].removeprefix('Value error, ')}"
     model: Any = MemoryBankConfig
     for part in loc[:-1]:
         field = model.model_fields.get(part)

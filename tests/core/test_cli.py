@@ -125,3 +125,16 @@ def test_python_dash_m_offers_every_command(module: str) -> None:
     ).stdout
     for command in ("import", "search", "summarize", "eval", "bench", "migrate", "check", "backup"):
         assert f"    {command} " in out, command
+
+
+def test_export_checks_its_target_before_the_work(tmp_path, capsys, store) -> None:  # type: ignore[no-untyped-def]
+    """A directory was first 'already exists, add --force', then with --force 'is a directory';
+    a dangling link 'already exists', and with --force the link's missing folders were made."""
+    common = ["--store", store, "--encoder", "hashing"]
+    assert run(capsys, "add", *common, "--user", "Ann", "--query", "hi")[0] == 0
+    (tmp_path / "adir").mkdir()
+    code, _, err = run(capsys, "export", *common, "--out", str(tmp_path / "adir"))
+    assert code == 2 and "is a directory" in err
+    (tmp_path / "dangling.json").symlink_to(tmp_path / "nowhere" / "x.json")
+    code, _, err = run(capsys, "export", *common, "--out", str(tmp_path / "dangling.json"), "--force")
+    assert code == 2 and "is a link to nothing" in err and not (tmp_path / "nowhere").exists()

@@ -124,3 +124,21 @@ def test_a_config_files_store_is_used_where_no_store_is_given(tmp_path, capsys) 
     with pytest.raises(SystemExit):
         main(["stats", "--config", str(tmp_path / "none.yaml")])
     assert "--store (or a store: in the --config file)" in capsys.readouterr().err
+
+
+def test_an_empty_store_in_a_config_file_is_refused(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """store: "" made a store in whatever folder the command ran in."""
+    import pytest
+
+    from memory_bank.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.yaml").write_text('store: ""\nencoder: hashing-64\n')
+    with pytest.raises(SystemExit) as refused:
+        main(["add", "--config", "c.yaml", "--user", "Ann", "--query", "hi"])
+    assert refused.value.code == 2
+    assert not (tmp_path / "memorybank.sqlite3").exists()
+    with pytest.raises(Exception, match="store: is empty"):
+        from memory_bank.config import load_config
+
+        load_config(tmp_path / "c.yaml")
