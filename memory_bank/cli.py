@@ -53,7 +53,9 @@ def _export(args: argparse.Namespace) -> int:
         if out.is_dir():
             raise InvalidInputError(f"{args.out!r} is a directory; give a file name for the memory file")
         if out.is_symlink() and not out.exists():
-            raise InvalidInputError(f"{args.out!r} is a link to nothing ({os.readlink(out)!r}); give a file name")
+            raise InvalidInputError(
+                f"{args.out!r} is a link to nothing ({os.readlink(out)!r}); give a file name"
+            )
         if not args.force and os.path.lexists(out):  # the file imported a moment ago, say
             raise InvalidInputError(
                 f"{args.out!r} already exists; give a new file name, or add --force to overwrite it"
