@@ -345,9 +345,12 @@ class MemoryBank:
                     f"{where} holds vectors of encoder {identity.describe(stored)}, which cannot be "
                     f"loaded here ({e}); install it, or {switch}"
                 ) from e
-            # Said, not only logged for debugging: asking for Chinese on a store an English
-            # encoder wrote searches Chinese with that encoder (26% top-3 on a Chinese probe set).
-            logger.warning(
+            # Said, not only logged for debugging, when the store is another language's (asking
+            # for Chinese on a store the English encoder wrote searches Chinese with it: 26%
+            # top-3 on a Chinese probe set); a store made with an encoder of its own choosing
+            # is followed quietly, or every command would warn.
+            other_language = stored.name in self.config.encoders.values()
+            (logger.warning if other_language else logger.info)(
                 "%s was embedded with %r: using it instead of %r (the %s default); to switch, run "
                 "'memorybank reembed --store %s --encoder %s'",
                 where,

@@ -99,7 +99,14 @@ def test_a_language_whose_encoder_is_not_the_stores_is_said_not_only_logged(tmp_
         "Ann", "I adopted a cat", "lovely", at="2023-05-01T10:00"
     )
     with caplog.at_level(logging.WARNING, logger="memory_bank.bank"):
-        zh = MemoryBank.open(tmp_path / "s", clock=clock, language="zh", encoders={"zh": "hashing-32"})
+        zh = MemoryBank.open(
+            tmp_path / "s", clock=clock, language="zh", encoders={"en": "hashing-64", "zh": "hashing-32"}
+        )
         assert zh.encoder.name == "hashing-64"
     assert "using it instead of 'hashing-32' (the zh default)" in caplog.text
     assert "memorybank reembed --store" in caplog.text and "--encoder hashing-32" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="memory_bank.bank"):  # an encoder of the store's own choosing
+        chosen = MemoryBank.open(tmp_path / "s", clock=clock, language="zh", encoders={"zh": "hashing-32"})
+        assert chosen.encoder.name == "hashing-64"
+    assert caplog.text == ""
