@@ -454,9 +454,12 @@ def import_data(
                 raise
             # Users are written one by one: say which are in, so the store is not taken for untouched.
             left = [n for n, _, _ in plan[i:]]
+            why = str(e).replace(
+                "nothing of this change was written", f"nothing of user {name!r} was written"
+            )
             message = (
-                f"{e} (user {name!r}); imported before it: {', '.join(map(repr, counts))}; not imported: "
-                f"{', '.join(map(repr, left))}. Run the same command again to finish it"
+                f"imported {', '.join(map(repr, counts))}, then stopped at user {name!r}: {why}. Not "
+                f"imported: {', '.join(map(repr, left))}. Run the same command again to finish it"
             )
             try:
                 error = type(e)(message)

@@ -331,7 +331,7 @@ def test_an_import_that_fails_midway_says_which_users_are_in(make_bank, monkeypa
         return real(*args, **kwargs)
 
     monkeypatch.setattr(bank, "import_user", full_after_one)
-    with pytest.raises(StoreError, match=r"imported before it: 'Ann'; not imported: 'Ben', 'Cat'"):
+    with pytest.raises(StoreError, match=r"imported 'Ann', then stopped at user 'Ben': .*nothing of user 'Ben' was written.*Not imported: 'Ben', 'Cat'"):
         import_data(bank, data)
     monkeypatch.undo()
     assert import_data(bank, data) == {"Ben": 1, "Cat": 1}  # Ann's record was imported already
