@@ -102,3 +102,37 @@ class steps:
         if not self.loop.is_closed():
             self.loop.run_until_complete(self.agen.aclose())
             self.loop.close()
+
+
+class FullDisk:
+    """Makes ``bank.add_turn`` fail as a full disk does while ``on`` (a passing store failure):
+
+        disk = FullDisk(bank, monkeypatch)   # on at once
+        disk.on = False                      # space freed
+    """
+
+    def __init__(self, bank: Any, monkeypatch: Any, *, on: bool = True) -> None:
+        self.on = on
+        real = bank.add_turn
+
+        def add_turn(*args: Any, **kwargs: Any) -> Any:
+            if self.on:
+                from memory_bank.errors import StoreError
+
+                raise StoreError("the disk holding the store is full")
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(bank, "add_turn", add_turn)
+
+
+class CutModel(EchoChatModel):
+    """Streams "I hear you. Exams are hard! Let us make a" and reports that it stopped at its
+    token cap (``finish_reason: length``)."""
+
+    def _stream(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
+        from langchain_core.messages import AIMessageChunk
+        from langchain_core.outputs import ChatGenerationChunk
+
+        for word in ["I hear you.", " Exams are hard!", " Let us make a"]:
+            yield ChatGenerationChunk(message=AIMessageChunk(content=word))
+        yield ChatGenerationChunk(message=AIMessageChunk(content="", response_metadata={"finish_reason": "length"}))

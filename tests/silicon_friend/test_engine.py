@@ -13,7 +13,7 @@ from silicon_friend.engine import ChatSettings, Session, SiliconFriend
 from silicon_friend.errors import PromptTooLongError, SiliconFriendError
 from silicon_friend.models import call_params, reports_finish
 from silicon_friend.reasons import reason
-from tests.silicon_friend.fakes import EchoChatModel
+from tests.silicon_friend.fakes import CutModel, EchoChatModel, FullDisk
 
 
 def system_of(model: EchoChatModel, call: int = -1) -> str:
@@ -378,18 +378,7 @@ def test_repetition_penalty_reaches_llamacpp_and_compatible_servers_only() -> No
 
 
 def test_a_reply_cut_at_its_token_cap_ends_at_its_last_full_sentence(make_engine) -> None:  # type: ignore[no-untyped-def]
-    from langchain_core.messages import AIMessageChunk
-    from langchain_core.outputs import ChatGenerationChunk
-
     from silicon_friend.models import end_at_sentence
-
-    class CutModel(EchoChatModel):
-        def _stream(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
-            for word in ["I hear you.", " Exams are hard!", " Let us make a"]:
-                yield ChatGenerationChunk(message=AIMessageChunk(content=word))
-            yield ChatGenerationChunk(
-                message=AIMessageChunk(content="", response_metadata={"finish_reason": "length"})
-            )
 
     engine = make_engine(CutModel())
     turn = engine.reply(engine.start("Emily"), "I am stressed")
@@ -442,22 +431,12 @@ def test_small_models_are_asked_for_a_short_reply_under_a_reply_cap(make_engine,
     assert echo.calls[0]["kwargs"]["max_tokens"] == SMALL_MODEL.max_reply_tokens
 
 
-def test_a_turn_the_store_could_not_take_is_stored_with_the_next_one(engine: SiliconFriend, clock) -> None:  # type: ignore[no-untyped-def]
+def test_a_turn_the_store_could_not_take_is_stored_with_the_next_one(engine: SiliconFriend, clock, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """A passing store failure (a full disk freed, a lock another process held past the wait)
     lost the message for good: it was only ever said to be unsaved. It is now stored before the
     next turn, at the time it was said, and the front ends stop calling it unsaved."""
-    from memory_bank.errors import StoreError
-
     bank = engine.bank
-    real = bank.add_turn
-    full = {"on": True}
-
-    def add_turn(*args, **kwargs):  # type: ignore[no-untyped-def]
-        if full["on"]:
-            raise StoreError("the disk holding the store is full")
-        return real(*args, **kwargs)
-
-    bank.add_turn = add_turn  # type: ignore[method-assign]
+    disk = FullDisk(bank, monkeypatch)
     session = engine.start("Emily")
     lost = engine.reply(session, "My sister Ana moved to Lisbon.")
     said_at = lost.timestamp
@@ -465,7 +444,7 @@ def test_a_turn_the_store_could_not_take_is_stored_with_the_next_one(engine: Sil
     clock.advance(hours=2)
     still = engine.reply(session, "Still there?")  # the disk is still full: both wait
     assert lost.unsaved and still.unsaved and not bank.has_user("Emily")
-    full["on"] = False  # space freed
+    disk.on = False  # space freed
     clock.advance(hours=2)
     engine.reply(session, "Where does my sister live?")
     stored = bank.history("Emily")
@@ -475,23 +454,13 @@ def test_a_turn_the_store_could_not_take_is_stored_with_the_next_one(engine: Sil
     assert [t.memory_id for t in session.turns] == [m.memory_id for m in stored]
 
 
-def test_new_conversation_stores_or_keeps_a_turn_the_store_could_not_take(engine: SiliconFriend) -> None:
-    from memory_bank.errors import StoreError
-
+def test_new_conversation_stores_or_keeps_a_turn_the_store_could_not_take(engine: SiliconFriend, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     bank = engine.bank
-    real = bank.add_turn
-    full = {"on": True}
-
-    def add_turn(*args, **kwargs):  # type: ignore[no-untyped-def]
-        if full["on"]:
-            raise StoreError("the disk holding the store is full")
-        return real(*args, **kwargs)
-
-    bank.add_turn = add_turn  # type: ignore[method-assign]
+    disk = FullDisk(bank, monkeypatch)
     session = engine.start("Emily")
     lost = engine.reply(session, "My sister Ana moved to Lisbon.")
     engine.new_conversation(session)  # still full: the turn stays on screen, unsaved
     assert session.turns == [lost] and lost.unsaved
-    full["on"] = False
+    disk.on = False
     engine.new_conversation(session)  # it can be stored now: it is, and the screen empties
     assert session.turns == [] and [m.query for m in bank.history("Emily")] == ["My sister Ana moved to Lisbon."]

@@ -278,16 +278,7 @@ def test_refusals_are_in_chinese_in_a_chinese_chat(make_engine) -> None:  # type
 def test_a_reply_cut_at_its_cap_says_that_less_was_kept_than_was_printed(make_engine, language, note) -> None:  # type: ignore[no-untyped-def]
     """The terminal printed the whole stream, "... Let us make a", while the turn kept (and a
     reload shows) "I hear you. Exams are hard!": it now says so under the reply."""
-    from langchain_core.messages import AIMessageChunk
-    from langchain_core.outputs import ChatGenerationChunk
-
-    class CutModel(EchoChatModel):
-        def _stream(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[no-untyped-def]
-            for word in ["I hear you.", " Exams are hard!", " Let us make a"]:
-                yield ChatGenerationChunk(message=AIMessageChunk(content=word))
-            yield ChatGenerationChunk(
-                message=AIMessageChunk(content="", response_metadata={"finish_reason": "length"})
-            )
+    from tests.silicon_friend.fakes import CutModel
 
     engine = make_engine(CutModel(), language=language)
     text = drive(engine, ["I am stressed"])

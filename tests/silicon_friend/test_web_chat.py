@@ -574,29 +574,21 @@ def test_a_newcomer_who_chatted_then_reloaded_mid_reply_is_not_greeted_as_new(ma
 def test_a_message_the_store_could_not_take_survives_signing_in_again_and_stopping_the_app(engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The page says an unsaved message is saved with the next one once the store works again;
     signing in again in the same tab (a new session) dropped it, and so did stopping the app."""
-    from memory_bank.errors import StoreError
+    from tests.silicon_friend.fakes import FullDisk
 
     bank = engine.bank
-    real = bank.add_turn
-    full = {"on": False}
-
-    def add_turn(*args, **kwargs):  # type: ignore[no-untyped-def]
-        if full["on"]:
-            raise StoreError("the disk holding the store is full")
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(bank, "add_turn", add_turn)
+    full = FullDisk(bank, monkeypatch, on=False)
     app = WebApp(engine)
     app.remember("Emily", ANON)
     list(steps(app.send("Hello there", "Emily", *SLIDERS, ANON)))
-    full["on"] = True
+    full.on = True
     list(steps(app.send("My sister Ana moved to Lisbon.", "Emily", *SLIDERS, ANON)))
     app.remember("Emily", ANON)  # the name sent again while the disk is still full: kept on screen
-    full["on"] = False
+    full.on = False
     list(steps(app.send("Still there?", "Emily", *SLIDERS, ANON)))
     assert [m.query for m in bank.history("Emily")] == ["Hello there", "My sister Ana moved to Lisbon.", "Still there?"]
-    full["on"] = True
+    full.on = True
     list(steps(app.send("One more thing.", "Emily", *SLIDERS, ANON)))
-    full["on"] = False
+    full.on = False
     assert app.finish(timeout=5)  # stopping the app: a last try
     assert [m.query for m in bank.history("Emily")][-1] == "One more thing."
