@@ -47,12 +47,44 @@ def _add_parsers(sub: argparse._SubParsersAction) -> None:
 register_extension(_add_parsers)
 
 
+def _list_damage(store: str) -> int:
+    """List what SQLite's integrity check finds in a store refused as damaged (read-only), and
+    say how to recover."""
+    import sqlite3
+
+    from memory_bank import integrity
+    from memory_bank.stores.sqlite import DB_FILENAME
+    from memory_bank.stores.sqlite import directory as sqlite_directory
+
+    db = sqlite_directory(store) / DB_FILENAME
+    try:
+        conn = integrity.read_only_connection(db)
+        try:
+            problems = [str(r[0]) for r in conn.execute("PRAGMA integrity_check(20)")]
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as e:
+        problems = [str(e)]
+    for line in problems:
+        sys.stdout.write(" ".join(line.replace("*** in database main ***", "").split()) + "\n")
+    raise StoreError(
+        f"the store is damaged ({len(problems)} problem(s) listed above{', the first 20' if len(problems) >= 20 else ''}): "
+        "restore the latest backup ('memorybank restore-backup'), and save what is newer with "
+        f"'memorybank export --salvage --store {store} --out saved.json'"
+    )
+
+
 @command("check")
 def _check(args: argparse.Namespace) -> int:
     from memory_bank.backup import check_store
     from memory_bank.stores import open_storage
 
-    storage = open_storage(args.store, create=False)
+    try:
+        storage = open_storage(args.store, create=False)
+    except StoreError as e:
+        if "damaged" not in str(e) or "Nothing is damaged" in str(e):
+            raise
+        return _list_damage(args.store)  # what is wrong, not only that something is
     try:
         problems = check_store(storage)
     finally:

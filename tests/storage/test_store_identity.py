@@ -324,6 +324,9 @@ def test_a_damaged_store_s_memories_that_still_read_can_be_exported(tmp_path, ca
     common = ["--store", str(store), "--encoder", "hashing-64"]
     assert main(["export", *common, "--out", str(tmp_path / "plain.json")]) == 2
     assert "damaged" in capsys.readouterr().err
+    assert main(["check", "--store", str(store)]) == 2  # lists what is wrong, and how to recover
+    listed = capsys.readouterr()
+    assert listed.out.strip() and "memorybank export --salvage --store" in listed.err
     assert main(["export", *common, "--salvage", "--out", str(tmp_path / "saved.json")]) == 0
     err = capsys.readouterr().err
     assert "memories:" in err and "could not be read and are left out" in err
