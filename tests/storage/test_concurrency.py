@@ -4,6 +4,7 @@ adds, and search caches that follow every committed write (threads and separate 
 from __future__ import annotations
 
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -423,6 +424,8 @@ def test_a_ctrl_c_while_another_process_holds_the_write_lock_is_seen_at_once(tmp
     u = storage.ensure_user("Ann").id
     other = sqlite3.connect(tmp_path / DB_FILENAME, isolation_level=None, timeout=0)
     other.execute("BEGIN IMMEDIATE")  # another process writing (an import)
+    # Ctrl-C as a terminal delivers it (a background run may start with SIGINT ignored)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.3, _thread.interrupt_main)
     start = time.monotonic()
     timer.start()
@@ -432,6 +435,7 @@ def test_a_ctrl_c_while_another_process_holds_the_write_lock_is_seen_at_once(tmp
         waited = time.monotonic() - start
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, previous)
         other.execute("ROLLBACK")
     assert waited < 4, f"the interrupt was seen after {waited:.1f} s, at the end of SQLite's wait"
     other.execute("BEGIN IMMEDIATE")  # the interrupted write left no lock held
