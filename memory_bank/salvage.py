@@ -122,10 +122,12 @@ def salvage(source: str | Path, into: str | Path) -> dict[str, tuple[int, int]]:
             row = None  # unreadable: this version's layout is the best guess
             with contextlib.suppress(sqlite3.DatabaseError):
                 reattach()
-        if row is not None and str(row[0]) != str(SCHEMA_VERSION):
+        # Every migration so far only adds (columns with defaults, tables, caches): the columns
+        # an older store has are copied, the rest take their defaults, as a migration gives them.
+        if row is not None and str(row[0]).isdigit() and int(row[0]) > SCHEMA_VERSION:
             raise InvalidInputError(
-                f"{str(db)!r} has schema version {row[0]}; this version salvages stores of schema "
-                f"{SCHEMA_VERSION}: use the version of memorybank that wrote it"
+                f"{str(db)!r} has schema version {row[0]}, newer than this package salvages "
+                f"({SCHEMA_VERSION}); upgrade memorybank-siliconfriend"
             )
         counts: dict[str, tuple[int, int]] = {}
         conn.execute("DELETE FROM main.meta")  # the damaged store's own settings, if they read

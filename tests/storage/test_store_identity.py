@@ -378,3 +378,23 @@ os._exit(0)  # killed: the newest turns are in the -wal only
     assert "could not be read; their memories are exported under the name their memory ids carry" in capsys.readouterr().err
     saved = json.loads((tmp_path / "b.json").read_text())
     assert sum(len(day) for day in saved["Ann"]["history"].values()) == 4
+
+
+def test_salvage_reads_a_store_of_an_older_schema(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """A damaged store of the previous schema was refused ("use the version that wrote it", which
+    has no salvage). Migrations only add columns with defaults and tables, so its rows copy."""
+    import json
+
+    store = tmp_path / "s"
+    bank = MemoryBank.open(store, encoder_instance=HashingEncoder(64))
+    bank.add_turn("Ann", "I adopted a cat named Miso", "lovely", at="2023-05-01T10:00")
+    bank.close()
+    conn = sqlite3.connect(store / DB_FILENAME)
+    conn.execute("DROP TABLE deleted_ids")  # as schema 6 was
+    conn.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    out = tmp_path / "o.json"
+    assert main(["export", "--salvage", "--store", str(store), "--encoder", "hashing-64", "--out", str(out)]) == 0
+    turns = [t["query"] for day in json.loads(out.read_text())["Ann"]["history"].values() for t in day]
+    assert turns == ["I adopted a cat named Miso"]
