@@ -19,7 +19,7 @@ import math
 import re
 import threading
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -384,11 +384,11 @@ class MemoryBank:
         if load_new and asked and stored is None:
             self.encoder  # noqa: B018 (loads it, or raises naming the problem)
 
-    def _refuse_half_switched(self) -> None:
+    def _refuse_half_switched(self, meta: Mapping[str, str]) -> None:
         """Refuse to build a partition while ``memorybank reembed`` is switching the store's
         encoder, or after it was interrupted: the memories it re-embedded have only the new
         encoder's vectors, and a search with the store's would silently leave them out."""
-        target = self.storage.meta().get(identity.SWITCHING_KEY)
+        target = meta.get(identity.SWITCHING_KEY)
         if target:
             store = describe_store(self.config.store)
             raise EncoderMismatchError(
@@ -397,16 +397,16 @@ class MemoryBank:
                 f"with 'memorybank reembed --store {store} --encoder {target}'"
             )
 
-    def _follow_store_encoder(self) -> None:
+    def _follow_store_encoder(self, meta: Mapping[str, str] | None = None) -> None:
         """Notice that another process switched the store to another encoder since this bank
         checked it (``memorybank reembed``): this bank's searches then read vectors of an
         encoder the store no longer has (finding nothing, silently) and its writes stored
         vectors no search of the store's encoder finds. Its caches go, and the encoder is
         checked again as at open: the store's is taken, or, where this bank's was asked for by
-        name, the mismatch is raised with its fix. One read of the store's small meta table."""
+        name, the mismatch is raised with its fix. One read of the store's small meta table (or meta, read already)."""
         if self._checked is None:
             return
-        stored = identity.recorded(self.storage.meta())
+        stored = identity.recorded(self.storage.meta() if meta is None else meta)
         if stored is None or canonical_name(stored.name) == canonical_name(self._checked.name):
             return
         logger.warning(
@@ -512,8 +512,9 @@ class MemoryBank:
         that the store still has this bank's encoder (:meth:`_follow_store_encoder`)."""
         state = self.storage.user_counters(user_id)
         if self._epochs.get(user_id) != state[1]:
-            self._refuse_half_switched()
-            self._follow_store_encoder()
+            meta = self.storage.meta()
+            self._refuse_half_switched(meta)
+            self._follow_store_encoder(meta)
             if len(self._epochs) >= 16 * self.config.max_cached_users:
                 self._epochs.clear()
             self._epochs[user_id] = state[1]
@@ -1434,8 +1435,6 @@ class MemoryBank:
             status = "kept"
         elif isinstance(forgets_on, str) and forgets_on <= today.isoformat():
             status = "forgotten"  # by the clock at ``today``, as a search then decides, pass or not
-        elif never or f.mode == "off":
-            status = "kept"
         else:
             status = "strong" if retention >= STRONG_RETENTION else "fading"
         return Explanation(

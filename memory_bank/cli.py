@@ -46,17 +46,11 @@ def _import(args: argparse.Namespace) -> int:
 
 @command("export")
 def _export(args: argparse.Namespace) -> int:
-    from memory_bank.original_format import export_data, write_json_atomic
+    from memory_bank.original_format import export_data, json_target, write_json_atomic
 
     if args.out not in (None, "-"):  # checked before the export's work, not after it
-        out = Path(args.out)
-        if out.is_dir():
-            raise InvalidInputError(f"{args.out!r} is a directory; give a file name for the memory file")
-        if out.is_symlink() and not out.exists():
-            raise InvalidInputError(
-                f"{args.out!r} is a link to nothing ({os.readlink(out)!r}); give a file name"
-            )
-        if not args.force and os.path.lexists(out):  # the file imported a moment ago, say
+        json_target(args.out)
+        if not args.force and os.path.lexists(args.out):  # the file imported a moment ago, say
             raise InvalidInputError(
                 f"{args.out!r} already exists; give a new file name, or add --force to overwrite it"
             )

@@ -57,6 +57,11 @@ class StoreError(MemoryBankError):
     """The store on disk is missing, unreadable, or from an incompatible version."""
 
 
+class StoreDamagedError(StoreError):
+    """SQLite finds the store file damaged (``memorybank check`` lists what, ``memorybank export
+    --salvage`` saves what still reads)."""
+
+
 class MissingDependencyError(MemoryBankError, ImportError):
     """An optional dependency is not installed; the message gives the pip command."""
 

@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from memory_bank.errors import StoreError
+from memory_bank.errors import StoreDamagedError, StoreError
 
 logger = logging.getLogger(__name__)
 
@@ -49,8 +49,8 @@ def _page_size(header: bytes) -> int:
     return 65536 if size == 1 else size
 
 
-def _refuse(db: Path, problem: str) -> StoreError:
-    return StoreError(f"{str(db)!r} {problem}")
+def _refuse(db: Path, problem: str, *, damaged: bool = False) -> StoreError:
+    return (StoreDamagedError if damaged else StoreError)(f"{str(db)!r} {problem}")
 
 
 def check_files(db: Path) -> None:
@@ -142,14 +142,18 @@ def inspect(db: Path, *, quick_check: bool = True) -> dict[str, str]:
                     "damaged: open it once with write permission on that folder",
                 ) from e
             if "disk I/O" not in str(e) and "full" not in str(e):
-                raise _refuse(db, f"is damaged or not a memory store ({e}); run 'memorybank check'") from e
+                raise _refuse(
+                    db, f"is damaged or not a memory store ({e}); run 'memorybank check'", damaged=True
+                ) from e
             # A full disk fails the read-only open too (SQLite cannot map its WAL index): the
             # file is not damaged, and must not be replaced by an older backup for it.
             raise _refuse(
                 db, f"cannot be read ({e}): the disk may be full or failing; free some space and try again"
             ) from e
         except sqlite3.DatabaseError as e:
-            raise _refuse(db, f"is damaged or not a memory store ({e}); run 'memorybank check'") from e
+            raise _refuse(
+                db, f"is damaged or not a memory store ({e}); run 'memorybank check'", damaged=True
+            ) from e
         missing = [t for t in _TABLES if t not in tables]
         if missing or "schema_version" not in meta:
             raise _refuse(
@@ -187,6 +191,7 @@ def inspect(db: Path, *, quick_check: bool = True) -> dict[str, str]:
                     f"is damaged (SQLite quick_check: {first}); nothing was written. Restore it "
                     "from a backup ('memorybank restore-backup'); 'memorybank export --salvage' "
                     "saves what still reads of it",
+                    damaged=True,
                 )
         return meta
     finally:

@@ -649,25 +649,28 @@ def _memory_file_shaped(path: Path) -> bool:
     )
 
 
-def write_json_atomic(path: str | Path, data: Any) -> None:
-    """Write JSON to ``path`` through a temporary file and a rename, so a crash leaves either
-    the old file or the new one, never half of one."""
+def json_target(path: str | Path) -> Path:
+    """The file a memory file written to ``path`` replaces (a symlink's target: the link is
+    kept), or :class:`InvalidInputError` when it must not be written there: a directory, a link
+    to nothing, a device or pipe (a renamed temporary file would replace it), an existing file
+    that is not an earlier export (empty or a memory file). Nothing is written."""
     import os
-    import tempfile
-
-    from memory_bank.integrity import private_prefix, sweep_leftovers
 
     p = Path(path)
     if p.is_symlink():  # a link to the file (latest.json -> backups/x.json): write the file, keep the link
+        if not p.exists():
+            raise InvalidInputError(
+                f"{str(path)!r} is a link to nothing ({os.readlink(p)!r}); give a file name"
+            )
         p = Path(os.path.realpath(p))
     if p.is_dir():
-        raise InvalidInputError(f"{str(p)!r} is a directory; give a file name for the memory file")
-    if p.exists() and not p.is_file():  # a renamed temporary file would replace the device or pipe
+        raise InvalidInputError(f"{str(path)!r} is a directory; give a file name for the memory file")
+    if p.exists() and not p.is_file():
         raise InvalidInputError(
             f"{str(path)!r} is not a regular file (a device or a pipe); give a file name, or leave "
             "the output out to write to standard output"
         )
-    if p.is_file():  # replaced only if it could be an earlier export: empty or a memory file
+    if p.is_file():
         with open(p, "rb") as f:
             head = f.read(64).lstrip(b"\xef\xbb\xbf \t\r\n")
         what = None
@@ -679,6 +682,18 @@ def write_json_atomic(path: str | Path, data: Any) -> None:
             raise InvalidInputError(
                 f"{str(p)!r} exists and is {what}: it is left as it is; give another file name"
             )
+    return p
+
+
+def write_json_atomic(path: str | Path, data: Any) -> None:
+    """Write JSON to ``path`` (see :func:`json_target`) through a temporary file and a rename,
+    so a crash leaves either the old file or the new one, never half of one."""
+    import os
+    import tempfile
+
+    from memory_bank.integrity import private_prefix, sweep_leftovers
+
+    p = json_target(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     # The temporary file holds every memory exported: one a killed export left is removed here.
     sweep_leftovers(p.parent, f".{p.name}.export-")

@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from memory_bank.cli_support import command, dump_json, register_extension
-from memory_bank.errors import StoreError
+from memory_bank.errors import StoreDamagedError, StoreError
 
 
 def _add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -81,9 +81,7 @@ def _check(args: argparse.Namespace) -> int:
 
     try:
         storage = open_storage(args.store, create=False)
-    except StoreError as e:
-        if "damaged" not in str(e) or "Nothing is damaged" in str(e):
-            raise
+    except StoreDamagedError:
         return _list_damage(args.store)  # what is wrong, not only that something is
     try:
         problems = check_store(storage)

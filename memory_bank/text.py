@@ -531,7 +531,7 @@ def _count_back(g: dict[str, str], now: dt.date) -> tuple[list[dt.date], list[tu
 
 
 def counted_back(
-    text: str, now: dt.date
+    text: str, now: dt.date, *, years: tuple[int, ...] = ()
 ) -> tuple[list[dt.date], list[tuple[int, int]], list[tuple[int, int]]]:
     """What ``text`` names by counting back from ``now``: days ("last Tuesday", "three days ago",
     "two weeks ago", "last weekend", "上周三", "三天前", "两个星期前", "上週末", "昨晚"), months
@@ -540,11 +540,14 @@ def counted_back(
     "last Tuesday" is the latest Tuesday before today, and the one a week earlier as well when
     that latest one is in this week (people mean either); 上周三 is last week's Wednesday. A
     week ago is a day either side of seven days back, two weeks or more two days either side.
+    Nothing is counted back when ``text`` names a calendar date (resolved against ``years``):
+    "what did Joanna finish last Friday, as she said on 23 January?" asks about what was said on
+    the 23rd, and last Friday's memories would only crowd it.
     """
     days: list[dt.date] = []
     months: list[tuple[int, int]] = []
     spans: list[tuple[int, int]] = []
-    if not _may_count_back(text):
+    if not _may_count_back(text) or dates_in(text, years=years):  # (no now: nothing counted there)
         return days, months, spans
     for m in _BACK.finditer(text):
         try:
@@ -593,7 +596,7 @@ def dates_in(
         for m in _RELATIVE_RE.finditer(text):
             found.append(now - dt.timedelta(days=_RELATIVE[m.group(0).lower()]))
     if now is not None and count_back:
-        found += counted_back(text, now)[0]
+        found += counted_back(text, now, years=years)[0]
     return list(dict.fromkeys(found))
 
 
@@ -625,7 +628,7 @@ def months_in(text: str, *, years: tuple[int, ...] = (), now: dt.date | None = N
     """
     found: set[tuple[int | None, int]] = set()
     if now is not None:
-        found.update(counted_back(text, now)[1])
+        found.update(counted_back(text, now, years=years)[1])
     if not _may_name_a_month(text):
         return {f"{y:04d}-{month:02d}" for y, month in found if y}
     for m in _EN_IN_MONTH.finditer(text):

@@ -137,6 +137,11 @@ class Turn:
         return self.error is not None
 
     @property
+    def marks(self) -> dict[str, Any] | None:
+        """What the store keeps with the turn besides its words (a reload says it was stopped)."""
+        return {"stopped": True} if self.stopped else None
+
+    @property
     def memories(self) -> list[str]:
         """The ids of the memories the prompt carried."""
         return [m.memory_id for m in self.used]
@@ -486,7 +491,7 @@ class SiliconFriend:
         used = fitted.memories if fitted is not None and not turn.failed else []
         day = now.date().isoformat()
         grows = {m.memory_id for m in used if (m.last_recall_date or "") < day}
-        marks = {"stopped": True} if turn.stopped else None  # a reload says so too
+        marks = turn.marks
         self._save_earlier(session, turn)
         try:
             try:
@@ -507,11 +512,7 @@ class SiliconFriend:
             turn.unsaved, turn.error_before_save = True, turn.error
             turn.error = f"{turn.error + '; ' if turn.error else ''}{reason('not_saved', detail=str(e))}"
             return
-        if self.scheduler is not None:
-            try:
-                self.scheduler.on_turn(session.user, now.date())
-            except Exception:
-                logger.exception("the day-summary scheduler failed")
+        self._schedule(session.user, now.date())
 
     def _save_earlier(self, session: Session, turn: Turn | None) -> None:
         """Store, before ``turn``, the turns of ``session`` that could not be stored when they
@@ -521,19 +522,24 @@ class SiliconFriend:
         for earlier in session.turns:
             if earlier is turn or not earlier.unsaved or earlier.temporary:
                 continue
-            marks = {"stopped": True} if earlier.stopped else None
             at = dt.datetime.fromisoformat(earlier.timestamp)
             try:
-                memory = self.bank.add_turn(session.user, earlier.query, earlier.response, at=at, extra=marks)
+                memory = self.bank.add_turn(
+                    session.user, earlier.query, earlier.response, at=at, extra=earlier.marks
+                )
             except MemoryBankError as e:
                 logger.warning("the unsaved turn of %r could not be stored yet: %s", session.user, e)
                 return
             earlier.memory_id, earlier.unsaved, earlier.error = memory.memory_id, False, earlier.error_before_save
-            if self.scheduler is not None:
-                try:
-                    self.scheduler.on_turn(session.user, at.date())
-                except Exception:
-                    logger.exception("the day-summary scheduler failed")
+            self._schedule(session.user, at.date())
+
+    def _schedule(self, user: str, day: dt.date) -> None:
+        """Tell the day-summary scheduler that ``day`` has a new turn (its failure is logged)."""
+        if self.scheduler is not None:
+            try:
+                self.scheduler.on_turn(user, day)
+            except Exception:
+                logger.exception("the day-summary scheduler failed")
 
     def regenerate(
         self,

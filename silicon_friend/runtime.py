@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from pathlib import Path
 from typing import Any
 
 from memory_bank.bank import MemoryBank
 from memory_bank.config import SummaryConfig, load_config
 from memory_bank.errors import StoreError
 from memory_bank.stores.sqlite import DB_FILENAME
+from memory_bank.stores.sqlite import directory as sqlite_directory
 from silicon_friend.engine import ChatSettings, SiliconFriend
 from silicon_friend.models import LoadedModel, load_model
 
@@ -66,7 +66,7 @@ def open_bank(options: Options) -> MemoryBank:
     if "://" in store and not store.startswith("sqlite:"):  # a database URL: nothing to make here
         bank = MemoryBank.open(store, config_file=options.config, **overrides)
     else:
-        where = Path(store.removeprefix("sqlite:///")).expanduser()
+        where = sqlite_directory(store)
         existed = (where / DB_FILENAME).exists()
         try:
             where.mkdir(parents=True, exist_ok=True)

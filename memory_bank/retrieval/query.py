@@ -82,13 +82,8 @@ class Query:
 
     @once
     def counted(self) -> tuple[list[dt.date], list[tuple[int, int]], list[tuple[int, int]]]:
-        """Days, months and spans counted back from ``now`` (see
-        :func:`memory_bank.text.counted_back`); none when the query names a calendar date: "what
-        did Joanna finish last Friday, as she said on 23 January?" asks about what was said on
-        the 23rd, and last Friday's memories would only crowd it."""
-        if self.now is None or dates_in(self.text, years=self.years):  # calendar dates only
-            return [], [], []
-        return counted_back(self.text, self.now)
+        """Days, months and spans counted back from ``now`` (see :func:`memory_bank.text.counted_back`)."""
+        return counted_back(self.text, self.now, years=self.years) if self.now is not None else ([], [], [])
 
     @once
     def dialogue(self) -> Dialogue | None:

@@ -90,7 +90,25 @@ def serve(
     ]
     _check_listen(host, port)  # Gradio says "cannot find an empty port" for any bind failure
     try:
-        _launch(demo, web, middleware, host, port, share, credentials)
+        demo.launch(
+            app_kwargs={"middleware": middleware},
+            theme=web.theme(),
+            css=web.css,
+            js=web.js,
+            server_name=host,
+            server_port=port,
+            share=share,
+            auth=credentials or None,
+            auth_message="SiliconFriend: sign in to open your memories." if credentials else None,
+            prevent_thread_lock=True,
+            # Gradio keeps every call's inputs and outputs (messages, replies, names, a temporary
+            # chat's) in the browser's storage for its "Runs" page, where they outlived "Forget me":
+            # off, which also deletes what an earlier version of the app left there.
+            run_history=False,
+            show_error=True,
+            ssr_mode=False,
+            quiet=True,
+        )
     except OSError as e:  # taken meanwhile; Gradio's advice names its own variables, not --port
         if "port" not in str(e).lower():
             raise
@@ -133,27 +151,3 @@ def _check_listen(host: str, port: int) -> None:
                 f"cannot listen on --host {host!r} ({e.strerror}): give 127.0.0.1 or an address of "
                 "this machine"
             ) from e
-
-
-def _launch(
-    demo: Any, web: Any, middleware: list[Any], host: str, port: int, share: bool, credentials: Any
-) -> None:
-    demo.launch(
-        app_kwargs={"middleware": middleware},
-        theme=web.theme(),
-        css=web.css,
-        js=web.js,
-        server_name=host,
-        server_port=port,
-        share=share,
-        auth=credentials or None,
-        auth_message="SiliconFriend: sign in to open your memories." if credentials else None,
-        prevent_thread_lock=True,
-        # Gradio keeps every call's inputs and outputs (messages, replies, names, a temporary
-        # chat's) in the browser's storage for its "Runs" page, where they outlived "Forget me":
-        # off, which also deletes what an earlier version of the app left there.
-        run_history=False,
-        show_error=True,
-        ssr_mode=False,
-        quiet=True,
-    )
