@@ -53,8 +53,38 @@ class MemoryDeletedError(MemoryBankError):
         self.deleted_on = deleted_on
 
 
+#: The store's refusals a person at a chat may meet, by key (``{store}`` names the store; the
+#: rest is detail). A front end in another language matches a message against these templates
+#: and says it in its own words (``silicon_friend.reasons``), so keep them in this one place.
+STORE_REASONS: dict[str, str] = {
+    "full": "the disk holding {store} is full; nothing of this change was written. Free some space and retry",
+    "read_only": (
+        "the store {store} is read-only for this user; reading works, writing needs write "
+        "permission on the store directory and its files"
+    ),
+    "locked": (
+        "another program held the store {store} for longer than the {seconds} s wait; nothing of "
+        "this change was written. Try again, or close the program that holds it"
+    ),
+    "not_written": "could not write to the store {store}: {detail}",
+    "pg_connect": "cannot connect to the PostgreSQL store {store}: {detail}",
+    "pg_read": "reading the PostgreSQL store {store} failed: {detail}",
+    "pg_write": "a write to the PostgreSQL store {store} failed: {detail}",
+    "pg_conflict": "a write to {store} kept conflicting ({detail}); try again",
+    "pg_lost": (
+        "lost the connection to {store} during a write ({detail}); it may or may not have been "
+        "saved: retry it with the same memory id to make it idempotent"
+    ),
+}
+
+
 class StoreError(MemoryBankError):
     """The store on disk is missing, unreadable, or from an incompatible version."""
+
+    @classmethod
+    def of(cls, key: str, **values: object) -> StoreError:
+        """The error of :data:`STORE_REASONS` ``key`` with ``values`` filled in."""
+        return cls(STORE_REASONS[key].format(**values))
 
 
 class StoreDamagedError(StoreError):

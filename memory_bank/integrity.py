@@ -270,19 +270,17 @@ def create_store_file(db: Path, statements: Sequence[str], *, page_size: int = 4
                 leftover.unlink()
 
 
-def write_error(db: Path, e: sqlite3.OperationalError) -> StoreError:
-    """The one-line error for a write SQLite refused (nothing of it was written)."""
-    text = str(e)
+def write_error(db: Path, e: sqlite3.OperationalError, *, waited_s: float) -> StoreError:
+    """The one-line error for a write SQLite refused (nothing of it was written); ``waited_s``
+    is how long the write waited for the lock."""
+    text, store = str(e), repr(str(db))
     if "disk is full" in text or "full" in text.split():
-        return StoreError(
-            f"the disk holding {str(db)!r} is full; nothing of this change was written. Free some space and retry"
-        )
+        return StoreError.of("full", store=store)
     if "readonly" in text or "read-only" in text:
-        return StoreError(
-            f"the store {str(db)!r} is read-only for this user; reading works, writing needs write "
-            "permission on the store directory and its files"
-        )
-    return StoreError(f"could not write to the store {str(db)!r}: {text}")
+        return StoreError.of("read_only", store=store)
+    if "database is locked" in text:
+        return StoreError.of("locked", store=store, seconds=f"{waited_s:g}")
+    return StoreError.of("not_written", store=store, detail=text)
 
 
 def private_prefix(prefix: str) -> str:

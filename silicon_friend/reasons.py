@@ -2,18 +2,24 @@
 
 The engine records a turn's ``error`` in English (the log reads it); each front end shows it
 with :func:`localise`, which recognises the engine's own reasons by their templates here and
-says them in Chinese where the chat is Chinese. Technical details inside a reason (an
+says them in Chinese where the chat is Chinese. The store's refusals a chat may meet
+(:data:`memory_bank.errors.STORE_REASONS`: a full disk, a lock held too long, a read-only
+file...) are said in Chinese too, inside a reason or alone. Technical details inside them (an
 exception's text, a file name) are shown as they are.
 
 >>> localise(reason("no_reply", seconds="4"), "zh")
 '模型在 4 秒内没有回复（可能正忙或卡住了）'
 >>> localise(reason("empty") + "; " + reason("not_saved", detail="disk is full"), "zh")
 '模型返回了空回复；这一轮对话无法保存：disk is full'
+>>> localise(reason("memory", detail=STORE_REASONS["full"].format(store="'/data/s.db'")), "zh")
+"记忆出错：存放记忆库 '/data/s.db' 的磁盘满了，这次的改动一点也没有写入。请腾出一些空间再试"
 """
 
 from __future__ import annotations
 
 import re
+
+from memory_bank.errors import STORE_REASONS
 
 #: Each reason's English and Chinese wording; ``{detail}`` and ``{seconds}`` are filled in.
 REASONS: dict[str, tuple[str, str]] = {
@@ -92,6 +98,19 @@ REASONS: dict[str, tuple[str, str]] = {
 }
 _SEPARATOR = {"en": "; ", "zh": "；"}
 
+#: The store's refusals (:data:`memory_bank.errors.STORE_REASONS`, same keys) in Chinese.
+STORE_REASONS_ZH: dict[str, str] = {
+    "full": "存放记忆库 {store} 的磁盘满了，这次的改动一点也没有写入。请腾出一些空间再试",
+    "read_only": "记忆库 {store} 对当前用户是只读的：可以读取，但写入需要对记忆库目录及其文件有写权限",
+    "locked": "另一个程序占用记忆库 {store} 超过了 {seconds} 秒的等待时间，这次的改动一点也没有写入。请再试一次，或关闭占用它的程序",
+    "not_written": "无法写入记忆库 {store}：{detail}",
+    "pg_connect": "无法连接 PostgreSQL 记忆库 {store}：{detail}",
+    "pg_read": "读取 PostgreSQL 记忆库 {store} 失败：{detail}",
+    "pg_write": "写入 PostgreSQL 记忆库 {store} 失败：{detail}",
+    "pg_conflict": "写入 {store} 时反复发生冲突（{detail}），请再试一次",
+    "pg_lost": "写入时与 {store} 的连接断开了（{detail}），可能已保存也可能没有：请用同一个记忆 id 重试，不会重复保存",
+}
+
 
 def reason(key: str, **values: str) -> str:
     """The English text of reason ``key`` (what a turn's ``error`` holds)."""
@@ -100,11 +119,14 @@ def reason(key: str, **values: str) -> str:
 
 def _pattern(template: str) -> re.Pattern[str]:
     parts = re.split(r"\{(\w+)\}", template)
-    regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+)" for i, p in enumerate(parts))
+    # Fields before the last are the shortest that fit: a detail (an exception's text) may hold
+    # any separator, the names before it rarely do.
+    regex = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>.+?)" for i, p in enumerate(parts))
     return re.compile(regex, re.S)
 
 
 _PATTERNS = [(key, _pattern(en)) for key, (en, _zh) in REASONS.items()]
+_STORE_PATTERNS = [(key, _pattern(en)) for key, en in STORE_REASONS.items()]
 _NOT_SAVED = re.compile(r"(?P<head>.+?); (?P<tail>the turn could not be saved: .+)", re.S)
 
 
@@ -119,5 +141,13 @@ def localise(error: str, language: str) -> str:
     for key, pattern in _PATTERNS:
         found = pattern.fullmatch(error)
         if found:
-            return REASONS[key][1].format(**found.groupdict())
+            values = found.groupdict()
+            if "detail" in values:  # often the store's own refusal
+                values["detail"] = localise(values["detail"], language)
+            return REASONS[key][1].format(**values)
+    if language == "zh":
+        for key, pattern in _STORE_PATTERNS:
+            found = pattern.fullmatch(error)
+            if found:
+                return STORE_REASONS_ZH[key].format(**found.groupdict())
     return error

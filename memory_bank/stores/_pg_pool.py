@@ -105,7 +105,7 @@ class PostgresDatabase:
                 sql = self._pg.sql
                 conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
         except self._pg.Error as e:
-            raise StoreError(f"cannot connect to the PostgreSQL store {self.where}: {e}") from e
+            raise StoreError.of("pg_connect", store=self.where, detail=e) from e
         return cast("psycopg.Connection[Any]", conn)
 
     def _take(self, *, fresh: bool = False) -> psycopg.Connection[Any]:
@@ -166,10 +166,10 @@ class PostgresDatabase:
                     return conn.execute(sql, args, binary=binary).fetchall()
                 except self._pg.OperationalError as e:
                     if attempt == 2 or pinned or not conn.broken:
-                        raise StoreError(f"reading the PostgreSQL store {self.where} failed: {e}") from e
+                        raise StoreError.of("pg_read", store=self.where, detail=e) from e
                     self.drop_idle()
                 except self._pg.Error as e:
-                    raise StoreError(f"reading the PostgreSQL store {self.where} failed: {e}") from e
+                    raise StoreError.of("pg_read", store=self.where, detail=e) from e
         raise AssertionError("unreachable")
 
     def copy_out(
@@ -189,7 +189,7 @@ class PostgresDatabase:
                     while data := copy.read():
                         yield memoryview(data)
             except self._pg.Error as e:
-                raise StoreError(f"reading the PostgreSQL store {self.where} failed: {e}") from e
+                raise StoreError.of("pg_read", store=self.where, detail=e) from e
 
     @contextlib.contextmanager
     def twin(self) -> Iterator[psycopg.Connection[Any] | None]:
@@ -248,22 +248,19 @@ class PostgresDatabase:
                             return fn(cur)
                 except self._retryable as e:
                     if attempt >= ATTEMPTS or pinned:
-                        raise StoreError(f"a write to {self.where} kept conflicting ({e}); try again") from e
+                        raise StoreError.of("pg_conflict", store=self.where, detail=e) from e
                     logger.info("retrying a write to %s after: %s", self.where, e)
                     time.sleep(random.uniform(0.0, 0.02 * attempt))
                 except self._pg.DataError as e:
                     raise InvalidInputError(f"PostgreSQL refused a value: {e}") from e
                 except self._pg.OperationalError as e:
                     if started or fresh or pinned or not conn.broken:
-                        raise StoreError(
-                            f"lost the connection to {self.where} during a write ({e}); it may or may not "
-                            "have been saved: retry it with the same memory id to make it idempotent"
-                        ) from e
+                        raise StoreError.of("pg_lost", store=self.where, detail=e) from e
                     logger.info("reconnecting to %s: %s", self.where, e)
                     self.drop_idle()
                     fresh = True
                 except self._pg.Error as e:
-                    raise StoreError(f"a write to the PostgreSQL store {self.where} failed: {e}") from e
+                    raise StoreError.of("pg_write", store=self.where, detail=e) from e
 
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[None]:

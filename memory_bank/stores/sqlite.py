@@ -350,7 +350,7 @@ class SQLiteStorage(SQLStorage):
             integrity.stamp_commit(conn)
             conn.execute("COMMIT")
         except sqlite3.OperationalError as e:
-            raise integrity.write_error(self.path, e) from e
+            raise integrity.write_error(self.path, e, waited_s=self._busy_ms / 1000) from e
         if self._flush_pending:  # a deletion's flush that a reader held up: try again
             self._flush_deleted(wait_ms=0)
         return result

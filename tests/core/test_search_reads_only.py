@@ -76,8 +76,10 @@ def test_a_search_takes_no_write_lock(tmp_path, clock) -> None:  # type: ignore[
     try:
         with _open(store, SQLiteStorage(store, busy_timeout_s=0.2)) as bank:
             assert _rankings(bank) == want  # reads are served while the lock is held
-            with pytest.raises(MemoryBankError):  # a recall writes, and cannot while it is held
+            with pytest.raises(MemoryBankError) as refused:  # a recall writes, and cannot while it is held
                 bank.search("Ann", QUERIES[0], k=1, now=NOW, reinforce=True)
+            # said as what it is, not SQLite's "database is locked"
+            assert "another program held the store" in str(refused.value) and "0.2 s wait" in str(refused.value)
     finally:
         writer.execute("ROLLBACK")
         writer.close()

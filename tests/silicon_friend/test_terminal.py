@@ -206,6 +206,46 @@ def test_chinese_failures_are_said_in_chinese(make_engine) -> None:  # type: ign
     assert "模型出错：RuntimeError: backend exploded" in text and "the model" not in text
 
 
+def test_a_full_disk_is_said_in_chinese_in_a_chinese_chat(make_engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The store's own refusal (a real SQLite store that may not grow) inside the "not saved"
+    note was English in a Chinese chat."""
+    import sqlite3
+
+    engine = make_engine(language="zh", context_tokens=65536)
+    drive(engine, ["你好"], user="小明")
+    real_connect = sqlite3.connect
+
+    def small_disk(*args, **kwargs):  # type: ignore[no-untyped-def]
+        conn = real_connect(*args, **kwargs)
+        conn.execute(f"PRAGMA max_page_count = {conn.execute('PRAGMA page_count').fetchone()[0]}")
+        return conn
+
+    engine.bank.storage.close()  # the next use connects again, to a file that may not grow
+    monkeypatch.setattr(sqlite3, "connect", small_disk)
+    text = drive(engine, ["我妹妹搬到了里斯本。" * 1500], user="小明")
+    assert "你的消息没有保存" in text and "的磁盘满了，这次的改动一点也没有写入。请腾出一些空间再试" in text
+    assert "is full" not in text and "nothing of this change" not in text
+    assert [m.query for m in engine.bank.history("小明")] == ["你好"]
+
+
+def test_every_store_refusal_has_chinese_words_with_the_same_fields() -> None:
+    import string
+
+    from memory_bank.errors import STORE_REASONS, StoreError
+    from silicon_friend.reasons import STORE_REASONS_ZH, localise, reason
+
+    assert STORE_REASONS.keys() == STORE_REASONS_ZH.keys()
+    for key, english in STORE_REASONS.items():
+        fields = {f for _, f, _, _ in string.Formatter().parse(english) if f}
+        assert fields == {f for _, f, _, _ in string.Formatter().parse(STORE_REASONS_ZH[key]) if f}, key
+        values = {"store": "'/data/my store.db'", "seconds": "60", "detail": "server closed: x; y (z)"}
+        values = {f: values[f] for f in fields}
+        error = str(StoreError.of(key, **values))
+        for said in (localise(error, "zh"), localise(reason("not_saved", detail=error), "zh")):
+            assert said.endswith(STORE_REASONS_ZH[key].format(**values)), said
+        assert localise(error, "en") == error
+
+
 def test_a_name_the_rule_refuses_is_asked_again_and_stop_quits(engine) -> None:  # type: ignore[no-untyped-def]
     text = drive(engine, ["bob\u200b", "Nora", "hi"], user=None)
     assert "invisible" in text and "Welcome, Nora!" in text
