@@ -34,7 +34,7 @@ from langchain_core.language_models import BaseChatModel
 
 from memory_bank.bank import MAX_TEXT, MemoryBank
 from memory_bank.config import DEFAULT_HISTORY_WINDOW, DEFAULT_TOP_K
-from memory_bank.errors import InvalidInputError, MemoryBankError
+from memory_bank.errors import InvalidInputError, MemoryBankError, StoreError
 from memory_bank.records import Memory, SearchResult
 from memory_bank.retrieval.dialogue import chat_query
 from memory_bank.text import check_unicode, has_visible, validate_user
@@ -131,6 +131,7 @@ class Turn:
     unsaved: bool = False  # storing it failed: the front ends must not say it was saved
     cut: bool = False  # the reply reached its token cap and was kept up to its last full sentence
     error_before_save: str | None = None  # ``error`` before the failed save added its reason
+    refused: bool = False  # unsaved, and the store refuses the turn itself: not tried again
 
     @property
     def failed(self) -> bool:
@@ -492,7 +493,10 @@ class SiliconFriend:
         day = now.date().isoformat()
         grows = {m.memory_id for m in used if (m.last_recall_date or "") < day}
         marks = turn.marks
-        self._save_earlier(session, turn)
+        held_up = self._save_earlier(session, turn)
+        if held_up is not None:  # the store refused the earlier turns just now: this one waits
+            self._not_saved(turn, held_up)  # with them (one wait, not two), and stays after them
+            return
         try:
             try:
                 memory = self.bank.add_turn(
@@ -509,29 +513,40 @@ class SiliconFriend:
             turn.memory_id = memory.memory_id  # last: "stored" is only ever shown after the commit
         except MemoryBankError as e:
             logger.exception("could not store the turn of %r", session.user)
-            turn.unsaved, turn.error_before_save = True, turn.error
-            turn.error = f"{turn.error + '; ' if turn.error else ''}{reason('not_saved', detail=str(e))}"
+            self._not_saved(turn, e, refused=not isinstance(e, StoreError))
             return
         self._schedule(session.user, now.date())
 
-    def _save_earlier(self, session: Session, turn: Turn | None) -> None:
+    @staticmethod
+    def _not_saved(turn: Turn, e: MemoryBankError, *, refused: bool = False) -> None:
+        turn.unsaved, turn.refused, turn.error_before_save = True, refused, turn.error
+        turn.error = f"{turn.error + '; ' if turn.error else ''}{reason('not_saved', detail=str(e))}"
+
+    def _save_earlier(self, session: Session, turn: Turn | None) -> StoreError | None:
         """Store, before ``turn``, the turns of ``session`` that could not be stored when they
         were said (a full disk, a store another process held locked past the wait), oldest
         first, each at the time it was said: a passing failure loses no message. While the store
-        still fails they stay unsaved, and are tried again with the next turn."""
+        still fails they stay unsaved, and are tried again with the next turn; the store's
+        refusal is returned. A turn the store refuses for what it holds is not tried again, and
+        does not hold up the others."""
         for earlier in session.turns:
-            if earlier is turn or not earlier.unsaved or earlier.temporary:
+            if earlier is turn or not earlier.unsaved or earlier.temporary or earlier.refused:
                 continue
             at = dt.datetime.fromisoformat(earlier.timestamp)
             try:
                 memory = self.bank.add_turn(
                     session.user, earlier.query, earlier.response, at=at, extra=earlier.marks
                 )
-            except MemoryBankError as e:
+            except StoreError as e:
                 logger.warning("the unsaved turn of %r could not be stored yet: %s", session.user, e)
-                return
+                return e
+            except MemoryBankError as e:
+                logger.warning("the store refuses the unsaved turn of %r: %s", session.user, e)
+                earlier.refused = True
+                continue
             earlier.memory_id, earlier.unsaved, earlier.error = memory.memory_id, False, earlier.error_before_save
             self._schedule(session.user, at.date())
+        return None
 
     def _schedule(self, user: str, day: dt.date) -> None:
         """Tell the day-summary scheduler that ``day`` has a new turn (its failure is logged)."""

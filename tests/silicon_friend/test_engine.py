@@ -454,6 +454,55 @@ def test_a_turn_the_store_could_not_take_is_stored_with_the_next_one(engine: Sil
     assert [t.memory_id for t in session.turns] == [m.memory_id for m in stored]
 
 
+def test_while_the_store_refuses_a_message_waits_once_and_turns_keep_their_order(engine: SiliconFriend, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """With an earlier turn unsaved, each message waited twice for a store held locked (the
+    earlier turn's try, then its own), and a lock let go between the two stored the new turn
+    before the earlier one."""
+    from memory_bank.errors import StoreError
+
+    bank, real, tries = engine.bank, engine.bank.add_turn, []
+    held = {"on": True}
+
+    def add_turn(*args, **kwargs):  # type: ignore[no-untyped-def]
+        tries.append(args[1])
+        if held["on"]:
+            held["on"] = len(tries) < 2  # let go after the second try
+            raise StoreError.of("locked", store="'s'", seconds="5")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bank, "add_turn", add_turn)
+    session = engine.start("Emily")
+    first = engine.reply(session, "My sister Ana moved to Lisbon.")
+    second = engine.reply(session, "She loves it there.")  # the earlier turn's try is refused: one wait
+    assert tries == ["My sister Ana moved to Lisbon.", "My sister Ana moved to Lisbon."]
+    assert first.unsaved and second.unsaved and "another program held the store" in (second.error or "")
+    engine.reply(session, "Anything else?")
+    assert [m.query for m in bank.history("Emily")] == [
+        "My sister Ana moved to Lisbon.", "She loves it there.", "Anything else?"
+    ]
+
+
+def test_a_turn_the_store_refuses_for_its_content_does_not_hold_up_the_others(engine: SiliconFriend, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from memory_bank.errors import InvalidInputError
+
+    bank, real, tries = engine.bank, engine.bank.add_turn, []
+
+    def add_turn(*args, **kwargs):  # type: ignore[no-untyped-def]
+        tries.append(args[1])
+        if args[1] == "refused":
+            raise InvalidInputError("the store refuses this text")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(bank, "add_turn", add_turn)
+    session = engine.start("Emily")
+    refused = engine.reply(session, "refused")
+    engine.reply(session, "one")
+    engine.reply(session, "two")
+    # tried with its reply, then alone, and not again with every turn
+    assert refused.unsaved and tries == ["refused", "refused", "one", "two"]
+    assert [m.query for m in bank.history("Emily")] == ["one", "two"]
+
+
 def test_new_conversation_stores_or_keeps_a_turn_the_store_could_not_take(engine: SiliconFriend, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     bank = engine.bank
     disk = FullDisk(bank, monkeypatch)
