@@ -27,9 +27,10 @@ import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from starlette.requests import cookie_parser
 
 logger = logging.getLogger(__name__)
 
@@ -118,29 +119,45 @@ def host_policy(bind: str, allowed: Iterable[str] = (), *, share: bool = False) 
     return HostPolicy(frozenset(names), any_ip=wildcard, suffixes=(".gradio.live",) if share else ())
 
 
+#: Headers a request may carry once only: the checks here and the server behind them must read
+#: the same value (a browser never repeats them).
+SINGLE_HEADERS = frozenset({"host", "cookie", "origin", "content-type", "sec-fetch-site"})
+
+
 def _headers(scope: Scope) -> dict[str, str]:
+    """The request's headers by lower-case name; a repeated one keeps its first value, as
+    Starlette's ``headers.get`` (and so Gradio) reads it."""
     out: dict[str, str] = {}
     for key, value in scope.get("headers") or ():
-        out[key.decode("latin-1").lower()] = value.decode("latin-1")
+        out.setdefault(key.decode("latin-1").lower(), value.decode("latin-1"))
     return out
 
 
+def _repeated(scope: Scope) -> str | None:
+    """The first of :data:`SINGLE_HEADERS` the request sends more than once."""
+    seen: set[str] = set()
+    for key, _value in scope.get("headers") or ():
+        name = key.decode("latin-1").lower()
+        if name in SINGLE_HEADERS:
+            if name in seen:
+                return name
+            seen.add(name)
+    return None
+
+
 def login_of(scope: Scope, headers: dict[str, str]) -> str | None:
-    """The user signed in to Gradio on this request (its session cookie), or ``None``."""
+    """The user signed in to Gradio on this request (its session cookie), or ``None``. The
+    cookie is read exactly as Gradio reads it (Starlette's lenient parser): a stricter reading
+    that found no login where Gradio finds one would let a request past the session check."""
     app = scope.get("app")
     tokens = getattr(app, "tokens", None)
     cookie_id = getattr(app, "cookie_id", None)
     if not isinstance(tokens, dict) or not cookie_id or "cookie" not in headers:
         return None
-    jar: SimpleCookie = SimpleCookie()
-    try:
-        jar.load(headers["cookie"])
-    except Exception:  # a malformed cookie header: no login
-        return None
-    for name in (f"access-token-{cookie_id}", f"access-token-unsecure-{cookie_id}"):
-        if name in jar and jar[name].value in tokens:
-            return str(tokens[jar[name].value])
-    return None
+    jar = cookie_parser(headers["cookie"])
+    token = jar.get(f"access-token-{cookie_id}") or jar.get(f"access-token-unsecure-{cookie_id}")
+    user = tokens.get(token) if token else None
+    return None if user is None else str(user)
 
 
 def session_hashes(scope: Scope, body: bytes) -> set[str]:
@@ -195,11 +212,13 @@ class RequestGuard:
             return
         headers = _headers(scope)
         problem = self._check(scope, headers)
-        body = b""
         if problem is None and scope["type"] == "http" and self._owned(scope, headers):
-            body, more = await _read_body(receive, headers)
-            problem = self._check_session(scope, headers, body)
-            receive = _replay(body, receive, more)
+            read, more = await _read_body(receive, headers)
+            if read is None:  # too large to look inside: it could name any session
+                problem = f"the request body is over {MAX_INSPECTED_BODY // 2**20} MB"
+            else:
+                problem = self._check_session(scope, headers, read)
+            receive = _replay(receive, more)
         if problem is not None:
             await self._refuse(scope, receive, send, problem)
             return
@@ -221,6 +240,9 @@ class RequestGuard:
         await self.app(scope, receive, send_with_headers)
 
     def _check(self, scope: Scope, headers: dict[str, str]) -> str | None:
+        repeated = _repeated(scope)
+        if repeated is not None:
+            return f"the request sends its {repeated} header more than once"
         host = headers.get("host", "")
         if not self.policy.allows(host):
             return f"Host {host_name(host)!r} is not allowed; start the server with --allowed-host NAME to allow a name"
@@ -244,8 +266,8 @@ class RequestGuard:
         if not hashes:
             return None
         login = login_of(scope, headers)
-        if login is None:
-            return None  # Gradio itself refuses requests without a login
+        if login is None:  # with login on, naming a session takes a login (fail closed)
+            return "sign in first; this request names a session but carries no login"
         for h in hashes:
             if not self.owners.claim(h, login):
                 return "this session belongs to another signed-in user; reload the page"
@@ -274,9 +296,11 @@ class RequestGuard:
         await send({"type": "http.response.body", "body": text})
 
 
-async def _read_body(receive: Receive, headers: dict[str, str]) -> tuple[bytes, list[Message]]:
-    """The JSON body (up to :data:`MAX_INSPECTED_BODY`) and the messages read to get it."""
-    if "json" not in headers.get("content-type", ""):
+async def _read_body(receive: Receive, headers: dict[str, str]) -> tuple[bytes | None, list[Message]]:
+    """The body the server may read as JSON (up to :data:`MAX_INSPECTED_BODY`; ``None`` past it)
+    and the messages read to get it. FastAPI reads a body without a content type as JSON too."""
+    kind = headers.get("content-type", "").strip()
+    if kind and "json" not in kind:
         return b"", []
     chunks: list[bytes] = []
     messages: list[Message] = []
@@ -291,10 +315,10 @@ async def _read_body(receive: Receive, headers: dict[str, str]) -> tuple[bytes, 
         size += len(chunk)
         if not message.get("more_body") or size > MAX_INSPECTED_BODY:
             break
-    return b"".join(chunks) if size <= MAX_INSPECTED_BODY else b"", messages
+    return b"".join(chunks) if size <= MAX_INSPECTED_BODY else None, messages
 
 
-def _replay(body: bytes, receive: Receive, messages: list[Message]) -> Receive:
+def _replay(receive: Receive, messages: list[Message]) -> Receive:
     """A ``receive`` that hands out the messages already read, then the rest of the stream."""
     pending = list(messages)
 

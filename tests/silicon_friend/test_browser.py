@@ -126,7 +126,7 @@ def served(tmp_path) -> Iterator[Callable[[str], tuple[str, SiliconFriend]]]:  #
     demos: list[Any] = []
     banks: list[MemoryBank] = []
 
-    def start(language: str, model: Any = None) -> tuple[str, SiliconFriend]:
+    def start(language: str, model: Any = None, credentials: Any = None) -> tuple[str, SiliconFriend]:
         bank = MemoryBank.open(tmp_path / language, language=language, encoder_instance=HashingEncoder(256))
         banks.append(bank)
         engine = SiliconFriend(
@@ -134,7 +134,7 @@ def served(tmp_path) -> Iterator[Callable[[str], tuple[str, SiliconFriend]]]:  #
             settings=ChatSettings(max_new_tokens=32),
         )  # fmt: skip
         port = free_port()
-        demos.append(serve(engine, port=port, block=False))
+        demos.append(serve(engine, port=port, block=False, credentials=credentials))
         return f"http://127.0.0.1:{port}/", engine
 
     yield start
@@ -199,6 +199,29 @@ def test_two_browser_sessions_at_once_keep_their_own_memories(browser, served) -
         other = "Bob" if user == "Ann" else "Ann"
         assert other not in page.locator("#sf-chatbot").inner_text()
         page.context.close()
+
+
+def test_two_logins_sign_in_and_chat_through_the_guard(browser, served) -> None:  # type: ignore[no-untyped-def]
+    """With login on, the guard refuses any request naming a session without a login; the
+    page's own requests (events, their streams, heartbeats) all carry one."""
+    url, engine = served("en", credentials=[("alice", "pw-a"), ("bob", "pw-b")])
+    for login, password in (("alice", "pw-a"), ("bob", "pw-b")):
+        context = browser.new_context()
+        page = context.new_page()
+        page.goto(url, wait_until="load")
+        fields = page.locator("input")
+        fields.nth(0).fill(login)
+        fields.nth(1).fill(password)
+        fields.nth(1).press("Enter")
+        page.locator("#sf-message textarea").fill(f"{login} says hello")
+        page.locator("#sf-send").click()
+        page.wait_for_function(
+            "m => document.querySelector('#sf-chatbot').innerText.includes(m)", arg=f"Echo: {login} says hello"
+        )
+        context.close()
+    assert {u: [m.query for m in engine.bank.history(u)] for u in engine.bank.users()} == {
+        "alice": ["alice says hello"], "bob": ["bob says hello"]
+    }
 
 
 @pytest.mark.integration

@@ -186,6 +186,34 @@ def test_another_login_replaying_a_session_hash_is_refused(serve_app) -> None:  
     assert [m.query for m in server.bank.history("alice")] == [SECRET]
 
 
+def test_a_login_cookie_written_oddly_gets_no_one_elses_session(serve_app) -> None:  # type: ignore[no-untyped-def]
+    """The guard read the cookie with a stricter parser than Gradio's: a header starting with a
+    reserved name (``path=/;``), or a second Cookie header, hid bob's login from the guard but
+    not from Gradio, and the session check was skipped: bob read alice's reply stream."""
+    server = serve_app([("alice", "pw-a"), ("bob", "pw-b")])
+    alice_hash = "alice" + uuid.uuid4().hex[:8]
+    with server.client(login=("alice", "pw-a")) as alice:
+        assert server.call(alice, "send", [SECRET, "", *SLIDERS], alice_hash)[0] == 200
+    with server.client(login=("bob", "pw-b")) as bob:
+        login = "; ".join(f"{c.name}={c.value}" for c in bob.cookies.jar if c.name.startswith("access-token"))
+        forged = "; ".join(f"{c.name}=forged" for c in bob.cookies.jar if c.name.startswith("access-token"))
+    raw = httpx.Client(base_url=server.url, timeout=30)
+    for headers in (
+        [("cookie", f"path=/; {login}")],
+        [("cookie", login), ("cookie", "other=1")],
+        [("cookie", login), ("Cookie", forged)],
+    ):
+        with raw.stream("GET", "/gradio_api/queue/data", params={"session_hash": alice_hash}, headers=headers) as r:
+            assert r.status_code == 403, headers  # (a stream let through would never end)
+    body = json.dumps({"data": [], "fn_index": server.fn["remove_last"], "session_hash": alice_hash})
+    r = raw.post("/gradio_api/queue/join", content=body, headers={"cookie": login})  # no content type
+    assert r.status_code == 403 and "another signed-in user" in r.text
+    r = raw.post("/gradio_api/queue/join", content=body)  # no login at all
+    assert r.status_code == 403
+    raw.close()
+    assert [m.query for m in server.bank.history("alice")] == [SECRET]
+
+
 def test_handlers_never_act_on_another_logins_session(bank, clock) -> None:  # type: ignore[no-untyped-def]
     """Even past the guard, state is found by (login, session hash), never by the hash alone."""
     engine = SiliconFriend(bank, prepare_model(EchoChatModel(), context_tokens=2048))
