@@ -43,6 +43,12 @@ logger = logging.getLogger(__name__)
 HOST = "127.0.0.1"
 #: Sessions whose opening token is remembered (the oldest forgotten first).
 MAX_SESSIONS = 65_536
+#: Of those, sessions one token may hold: its own oldest are forgotten first, so a client that
+#: opens sessions in a loop cannot push another client's out.
+MAX_SESSIONS_PER_TOKEN = 1_024
+#: Headers a request may send once only: the checks here and the SDK behind them must read the
+#: same value (the SDK reads the first, a dict of them the last).
+SINGLE_HEADERS = frozenset({"authorization", "mcp-session-id", "host", "origin", "content-type"})
 
 
 def _require_mcp() -> None:
@@ -226,6 +232,7 @@ def http_app(server: "MCPServer", users: Users, port: int) -> Any:
     # Each session belongs to the token that opened it: another client's token (another user's,
     # or the same user's other client) cannot end it, read its stream or speak in it.
     owners: collections.OrderedDict[str, bytes] = collections.OrderedDict()
+    by_token: dict[bytes, collections.OrderedDict[str, None]] = {}  # each token's, oldest first
 
     async def refuse(send: Any, status: int, body: bytes, extra: list[tuple[bytes, bytes]]) -> None:
         headers = [(b"content-type", b"application/json"), *extra]
@@ -235,6 +242,13 @@ def http_app(server: "MCPServer", users: Users, port: int) -> Any:
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await inner(scope, receive, send)
+            return
+        names = [k.decode("latin-1").lower() for k, _v in scope.get("headers", [])]
+        repeated = sorted({n for n in names if n in SINGLE_HEADERS and names.count(n) > 1})
+        if repeated:
+            await refuse(
+                send, 400, json.dumps({"error": f"the {repeated[0]} header is sent twice"}).encode(), []
+            )
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         authorization = headers.get("authorization")
@@ -253,17 +267,25 @@ def http_app(server: "MCPServer", users: Users, port: int) -> Any:
                 await refuse(send, 404, b'{"error": "no such session"}', [])
                 return
             owners.move_to_end(session)  # in use: the last to be forgotten
+            by_token.get(key, collections.OrderedDict()).move_to_end(session)
         closing = scope.get("method") == "DELETE" and session is not None
 
         async def tagged(message: MutableMapping[str, Any]) -> None:
             if message["type"] == "http.response.start":
                 for name, value in message.get("headers", []):
                     if name.lower() == b"mcp-session-id" and session is None:  # opened by this token
-                        owners[value.decode("latin-1")] = key
+                        opened = value.decode("latin-1")
+                        owners[opened] = key
+                        mine = by_token.setdefault(key, collections.OrderedDict())
+                        mine[opened] = None
+                        while len(mine) > MAX_SESSIONS_PER_TOKEN:
+                            owners.pop(mine.popitem(last=False)[0], None)
                         while len(owners) > MAX_SESSIONS:
-                            owners.popitem(last=False)
+                            old, opener = owners.popitem(last=False)
+                            by_token.get(opener, {}).pop(old, None)
                 if closing and 200 <= int(message.get("status", 0)) < 300:
                     owners.pop(session or "", None)  # ended by its owner
+                    by_token.get(key, {}).pop(session or "", None)
             await send(message)
 
         await inner(scope, receive, tagged)

@@ -325,3 +325,52 @@ async def test_session_owners_fail_closed_when_forgotten_and_go_with_a_delete(mo
     assert await call(bob, "s0") == 404 and await call(bob, "s0", "DELETE") == 404  # fails closed
     assert await call(bob, "s2") == 200 and await call(bob, "s2", "DELETE") == 200
     assert await call(bob, "s2") == 404  # its owner record went with the DELETE
+
+
+async def test_one_token_cannot_push_out_anothers_sessions_or_send_a_header_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client opening sessions in a loop forgot every other client's (they failed closed), and
+    a second mcp-session-id header was checked while the SDK used the first: any token could end
+    another client's session."""
+    import memory_bank.mcp_server as mcp_server
+    from memory_bank.mcp_server import Users, http_app
+
+    opened: list[str] = []
+    ended: list[bytes] = []
+
+    async def inner(scope: dict[str, Any], receive: Any, send: Any) -> None:  # the SDK's app, faked
+        first = [v for k, v in scope["headers"] if k == b"mcp-session-id"]  # the SDK reads the first
+        extra = []
+        if not first:
+            opened.append(f"s{len(opened)}")
+            extra = [(b"mcp-session-id", opened[-1].encode())]
+        elif scope["method"] == "DELETE":
+            ended.append(first[0])
+        await send({"type": "http.response.start", "status": 200, "headers": extra})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    class Server:
+        def streamable_http_app(self, **_: Any) -> Any:
+            return inner
+
+    monkeypatch.setattr(mcp_server, "MAX_SESSIONS_PER_TOKEN", 2)
+    alice, bob = "a" * 32, "b" * 32
+    app = http_app(Server(), Users(tokens={alice: "Alice", bob: "Bob"}), 8765)  # type: ignore[arg-type]
+
+    async def call(token: str, *sessions: str, method: str = "POST") -> int:
+        headers = [(b"authorization", f"Bearer {token}".encode())]
+        headers += [(b"mcp-session-id", s.encode()) for s in sessions]
+        sent: list[dict[str, Any]] = []
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        await app({"type": "http", "method": method, "headers": headers}, None, send)
+        return int(sent[0]["status"])
+
+    assert await call(alice) == 200 and opened == ["s0"]
+    for _ in range(5):
+        assert await call(bob) == 200
+    assert await call(alice, "s0") == 200  # Bob's flood forgot Bob's own oldest, not Alice's
+    assert await call(bob, "s1") == 404 and await call(bob, "s5") == 200
+    assert await call(bob, "s0", "s5", method="DELETE") == 400 and ended == []
+    assert await call(alice, "s0") == 200
