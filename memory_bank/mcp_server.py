@@ -282,10 +282,10 @@ def http_app(server: "MCPServer", users: Users, port: int) -> Any:
                             owners.pop(mine.popitem(last=False)[0], None)
                         while len(owners) > MAX_SESSIONS:
                             old, opener = owners.popitem(last=False)
-                            by_token.get(opener, {}).pop(old, None)
+                            by_token.get(opener, collections.OrderedDict()).pop(old, None)
                 if closing and 200 <= int(message.get("status", 0)) < 300:
                     owners.pop(session or "", None)  # ended by its owner
-                    by_token.get(key, {}).pop(session or "", None)
+                    by_token.get(key, collections.OrderedDict()).pop(session or "", None)
             await send(message)
 
         await inner(scope, receive, tagged)
