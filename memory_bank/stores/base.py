@@ -368,9 +368,10 @@ class Storage(abc.ABC):
         return bool(self.memories(user_id, include_archived=include_archived))
 
     def turn_days(self, user_id: int) -> list[str]:
-        """The days (ascending) on which the user has turns that are not forgotten. A backend
-        reads them from its (user, kind, date) index: one entry per day, not per turn."""
-        return sorted({m.date for m in self.memories(user_id, [MemoryKind.TURN], include_archived=False)})
+        """The days (ascending) on which the user has turns they have not hidden (forgotten ones
+        count: the day summaries are made from them)."""
+        turns = self.memories(user_id, [MemoryKind.TURN], include_archived=True)
+        return sorted({m.date for m in turns if not m.hidden})
 
     def get_memory(self, user_id: int, memory_id: str) -> Memory | None:
         """The user's memory with this id, or ``None``."""

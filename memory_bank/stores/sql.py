@@ -1252,7 +1252,11 @@ class SQLStorage(Storage):
         return bool(self._rows(f"SELECT 1 FROM memories WHERE user_id = ?{cond} LIMIT 1", args))
 
     def turn_days(self, user_id: int) -> list[str]:
-        return self._turn_days(user_id, archived=False)
+        rows = self._rows(
+            "SELECT DISTINCT date FROM memories WHERE user_id = ? AND kind = 'turn' AND NOT hidden ORDER BY date",
+            (user_id,),
+        )
+        return [str(r[0]) for r in rows]
 
     def _turn_days(self, user_id: int, *, archived: bool) -> list[str]:
         rows = self._rows(

@@ -50,10 +50,19 @@ def fingerprint(items: Sequence[tuple[str, str]]) -> str:
     return h.hexdigest()[:16]
 
 
+def day_turns(bank: MemoryBank, user: str, day: str) -> list[Memory]:
+    """The turns of ``user`` on ``day`` that a day summary is made from: every turn the user has
+    not hidden. Forgotten ones count: forgetting moves a memory to the cold tier, and a summary
+    remade later (a late turn, a failed run) must not lose what the curve forgot, nor delete the
+    day's layers once every turn of the day is forgotten."""
+    rows = bank.storage.memories(bank.user(user).id, [MemoryKind.TURN], include_archived=True, date=day)
+    return [m for m in rows if not m.hidden]
+
+
 class DayTurns(Mapping[str, list[Memory]]):
-    """A user's live (not forgotten) turns by day, read one day at a time when first asked for:
-    knowing which days are due reads one index entry per day, and only the days that are
-    summarised read their turns, so scheduling stays cheap however long the history is."""
+    """A user's turns by day (:func:`day_turns`), read one day at a time when first asked for:
+    knowing which days are due reads the days alone, and only the days that are summarised read
+    their turns, so scheduling stays cheap however long the history is."""
 
     def __init__(self, bank: MemoryBank, user: str) -> None:
         self._bank = bank
@@ -66,7 +75,7 @@ class DayTurns(Mapping[str, list[Memory]]):
         if day not in self._known:
             raise KeyError(day)
         if day not in self._loaded:
-            self._loaded[day] = self._bank.history(self._user, date=day)
+            self._loaded[day] = day_turns(self._bank, self._user, day)
         return self._loaded[day]
 
     def __iter__(self) -> Iterator[str]:
@@ -80,8 +89,8 @@ class DayTurns(Mapping[str, list[Memory]]):
 
 
 def daily_state(bank: MemoryBank, user: str) -> tuple[DayTurns, dict[tuple[MemoryKind, str], Memory]]:
-    """Live (not forgotten) turns by day (read lazily, see :class:`DayTurns`), and every daily
-    layer (forgotten ones too) by (kind, day)."""
+    """Turns the user has not hidden, by day (read lazily, see :class:`DayTurns`), and every
+    daily layer (forgotten ones too) by (kind, day)."""
     layers = {(m.kind, m.date): m for m, _ in bank.memories(user, kinds=DAILY_KINDS, include_archived=True)}
     return DayTurns(bank, user), layers
 
@@ -102,6 +111,9 @@ def due_days(bank: MemoryBank, user: str, today: dt.date | dt.datetime | str | N
 
 
 def global_sources(dailies: Sequence[Memory]) -> list[tuple[str, str]]:
-    """(day, text) of the daily layers a global one is made from. Stale ones are left out: they
-    may quote deleted turns (the next run remakes them, and then the global one)."""
-    return sorted((m.date, m.text.strip()) for m in dailies if m.text.strip() and not m.stale)
+    """(day, text) of the daily layers a global one is made from: every day's, forgotten ones
+    too (the global layers are about the whole history), not those the user hid. Stale ones are
+    left out: they may quote deleted turns (the next run remakes them, and then the global one)."""
+    return sorted(
+        (m.date, m.text.strip()) for m in dailies if m.text.strip() and not m.stale and not m.hidden
+    )

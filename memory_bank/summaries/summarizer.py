@@ -51,6 +51,7 @@ from memory_bank.summaries.state import (
     GLOBAL_KINDS,
     SOURCE_KIND,
     daily_state,
+    day_turns,
     due_days,
     fingerprint,
     global_sources,
@@ -375,8 +376,8 @@ class Summarizer:
                 logger.warning("could not make the %s of %r for %s: %s", kind.value, user, day, e)
                 report.failed.append(Failure(kind.value, day, f"{type(e).__name__}: {e}"))
                 continue
-            live = self.bank.history(user, date=day)
-            if fingerprint([(m.memory_id, m.text) for m in live]) != source:
+            now_turns = day_turns(self.bank, user, day)
+            if fingerprint([(m.memory_id, m.text) for m in now_turns]) != source:
                 logger.info("turns of %r on %s changed while summarising; left for the next run", user, day)
                 report.changed.append(f"{kind.value}:{day}")
                 continue
@@ -390,8 +391,8 @@ class Summarizer:
     # -- global layers ---------------------------------------------------------------------------
     def _summarize_globals(self, user: str, report: SummaryReport, *, dailies_changed: bool) -> None:
         for kind in GLOBAL_KINDS:
-            rows = self.bank.memories(user, kinds=(SOURCE_KIND[kind], kind), include_archived=False)
-            existing = next((m for m, _ in rows if m.kind is kind), None)
+            rows = self.bank.memories(user, kinds=(SOURCE_KIND[kind], kind), include_archived=True)
+            existing = next((m for m, _ in rows if m.kind is kind and not m.archived), None)
             sources = global_sources([m for m, _ in rows if m.kind is SOURCE_KIND[kind]])
             source = fingerprint(sources)
             if not sources:
@@ -420,7 +421,7 @@ class Summarizer:
                 logger.warning("could not make the %s of %r: %s", kind.value, user, e)
                 report.failed.append(Failure(kind.value, None, f"{type(e).__name__}: {e}"))
                 continue
-            now_rows = self.bank.memories(user, kinds=(SOURCE_KIND[kind],), include_archived=False)
+            now_rows = self.bank.memories(user, kinds=(SOURCE_KIND[kind],), include_archived=True)
             if fingerprint(global_sources([m for m, _ in now_rows])) != source:
                 report.changed.append(kind.value)
                 continue

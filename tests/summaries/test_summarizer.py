@@ -116,7 +116,32 @@ def test_forgotten_layers_are_not_revived(make_bank, fake) -> None:  # type: ign
     calls = len(fake.prompts)
     s.summarize_user("Emily", now="2023-06-30")
     assert bank.layer("Emily", MemoryKind.DAILY_SUMMARY, "2023-04-27") is None
-    assert len(fake.prompts) - calls <= 1  # at most the global event summary follows the forgetting
+    # nor does the global event summary follow the forgetting: it is about the whole history
+    assert len(fake.prompts) == calls and "MISO" in bank.profile("Emily")["global_summary"]
+
+
+def test_a_day_whose_turns_were_forgotten_keeps_its_layers_when_remade(make_bank, fake) -> None:  # type: ignore[no-untyped-def]
+    """A day made due again (a late turn) after the curve forgot its turns was "a day with no
+    turns left": its summary and portrait were deleted, then the global layers made from them."""
+    bank = make_bank(
+        forgetting={"mode": "paper", "policy": "threshold", "threshold": 0.5, "daily_pass": False}
+    )
+    add_days(bank)
+    s = Summarizer(bank, fake, "en", config=NO_WAIT)
+    s.summarize_user("Emily")
+    bank.add_turn("Emily", "Also I found a TORTOISE.", "Wow!", at="2023-04-27T23:00")
+    bank.forget("Emily", now="2023-06-30")  # archives the turns (forgotten, not hidden)
+    assert bank.history("Emily", date="2023-04-27") == []
+    report = s.summarize_user("Emily", now="2023-06-30")
+    assert report.ok and report.deleted == [] and report.days == ["2023-04-27"]
+    day = next(m for m, _ in bank.memories("Emily") if m.memory_id == "Emily_2023-04-27_summary")
+    assert "MISO" in day.text and "TORTOISE" in day.text  # made from every turn of the day
+    assert all(k in layers(bank) for k in ("Emily_2023-04-27_personality", "Emily_overall_personality"))
+    assert "TORTOISE" in bank.profile("Emily")["global_summary"] and "BREAD" in bank.profile("Emily")["global_summary"]
+    day_turns = [m.memory_id for m, _ in bank.memories("Emily", kinds=[MemoryKind.TURN]) if m.date == "2023-04-27"]
+    bank.archive("Emily", day_turns)
+    s.summarize_user("Emily", now="2023-06-30")  # hidden by the user: then the day's layers go
+    assert "Emily_2023-04-27_summary" not in layers(bank) and "TORTOISE" not in bank.profile("Emily")["global_summary"]
 
 
 def test_retries_back_off_after_errors_and_at_once_after_junk(bank) -> None:  # type: ignore[no-untyped-def]
