@@ -279,9 +279,16 @@ class SessionRegistry:
         )
         #: Closed tabs whose replies are still being made, with their login.
         self._orphans: list[tuple[str | None, WebSession]] = []
-        #: Keys of closed tabs (the newest): a closed page's late events (its load can come
-        #: after its unload, on two quick reloads) get a tab of their own that is never kept.
-        self._closed: collections.OrderedDict[tuple[str | None, str | None], None] = collections.OrderedDict()
+        #: Closed tabs (the newest), kept as they were: Gradio ends a page whose heartbeat
+        #: dropped (a network blip, a laptop asleep) while the page stays open and goes on
+        #: sending events, and a closed page's load can come after its unload (two quick
+        #: reloads). Those events get the tab back: its conversation, its temporary-chat switch
+        #: (a fresh tab would store a temporary chat's messages) and what its page shows. A tab
+        #: closed while replying is left to the user's next page to take over (:meth:`adopt`);
+        #: its closed key keeps its switches only.
+        self._closed: collections.OrderedDict[tuple[str | None, str | None], WebSession] = (
+            collections.OrderedDict()
+        )
         self._lock = threading.Lock()
 
     @staticmethod
@@ -293,8 +300,10 @@ class SessionRegistry:
     def get(self, request: Any) -> WebSession:
         key = self.key(request)
         with self._lock:
-            if key in self._closed:
-                return WebSession()
+            closed = self._closed.get(key)
+            if closed is not None:
+                self._closed.move_to_end(key)
+                return closed
             item = self._items.get(key)
             if item is None:
                 item = self._items[key] = WebSession()
@@ -315,7 +324,9 @@ class SessionRegistry:
             self._orphans = [(login, w) for login, w in self._orphans if w.busy()]
             if item is not None and item.busy():
                 self._orphans.append((key[0], item))
-            self._closed[key] = None
+                item = WebSession(language=item.language, temporary=item.temporary)
+            self._closed[key] = item or self._closed.get(key) or WebSession()
+            self._closed.move_to_end(key)
             while len(self._closed) > self.capacity:
                 self._closed.popitem(last=False)
 
@@ -350,15 +361,19 @@ class SessionRegistry:
         return [w for w in items if w.busy()]
 
     def every(self) -> list[WebSession]:
-        """Every tab, closed ones kept for a reload included."""
+        """Every tab, closed ones included."""
         with self._lock:
-            return list(self._items.values()) + [w for _, w in self._orphans]
+            return list(self._items.values()) + [w for _, w in self._orphans] + list(self._closed.values())
 
     def of_user(self, user: str) -> list[WebSession]:
-        """Every tab whose conversation is ``user``'s, closed ones still replying included (an
-        edit, a deletion or "Forget me" must reach their replies too)."""
+        """Every tab whose conversation is ``user``'s, closed ones included (an edit, a deletion
+        or "Forget me" must reach their replies, and the pages that may come back, too)."""
         with self._lock:
-            items = list(self._items.values()) + [w for _, w in self._orphans if w.busy()]
+            items = [
+                *self._items.values(),
+                *(w for _, w in self._orphans if w.busy()),
+                *self._closed.values(),
+            ]
         return [w for w in items if w.session is not None and w.session.user.strip() == user.strip()]
 
     def __len__(self) -> int:

@@ -384,6 +384,25 @@ def test_two_quick_reloads_leave_the_reply_to_the_last_page(make_engine) -> None
     assert [m["content"] for m in final if "metadata" not in m][-1] == "Echo: one two three four five six seven"
 
 
+def test_a_page_gradio_ended_but_still_open_keeps_its_temporary_chat_and_its_conversation(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """Gradio ends a page whose heartbeat dropped (a network blip, a laptop asleep) while the
+    page stays open and sends on: each of its events got a fresh tab, so a temporary chat's
+    next message was stored for good and the chat on screen was wiped."""
+    app = WebApp(make_engine())
+    app.engine.bank.add_turn("Emily", "hello", "hi", at="2023-04-28T10:00")
+    app.on_load("Emily", ANON)
+    app.set_temporary(True, ANON)
+    list(steps(app.send("first private thing", "Emily", *SLIDERS, ANON)))
+    app.on_unload(ANON)  # the heartbeat dropped; the page is still open
+    final = list(steps(app.send("second private thing", "Emily", *SLIDERS, ANON)))[-1][0]
+    assert [m.query for m in app.engine.bank.history("Emily")] == ["hello"]
+    shown = [m["content"] for m in final if "metadata" not in m]
+    assert "first private thing" in shown and "Echo: second private thing" in shown
+    app.set_temporary(False, ANON)
+    app.forget_me("Emily", True, ANON)  # "Forget me" reaches the tab too
+    assert not app.engine.bank.has_user("Emily")
+
+
 @pytest.mark.parametrize("how", ["remember", "regenerate", "memories", "forget"])
 def test_no_handler_changes_the_user_under_a_reply_being_made(make_engine, how) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
