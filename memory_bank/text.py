@@ -741,6 +741,13 @@ def user_key(name: str) -> str | None:
         return None
 
 
+def same_user(a: str, b: str) -> bool:
+    """Whether names ``a`` and ``b`` name the same user under the user-name rule: a user stored
+    by an older version under a form the rule changes (``"Zoe\u0308"``) is the user the rule's
+    form (``"Zo\u00eb"``) finds, and a comparison of the two spellings must say so."""
+    return a == b or (user_key(a) or a.strip()) == (user_key(b) or b.strip())
+
+
 _DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DAY_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]")
 

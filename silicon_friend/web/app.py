@@ -42,7 +42,7 @@ import gradio as gr
 
 from memory_bank.errors import MemoryBankError
 from memory_bank.records import Memory
-from memory_bank.text import MAX_TEXT, has_visible, validate_user
+from memory_bank.text import MAX_TEXT, has_visible, same_user, validate_user
 from silicon_friend.engine import ChatSettings, Session, SiliconFriend, Turn
 from silicon_friend.memories import export_bytes
 from silicon_friend.memory_view import delete_undoable
@@ -265,7 +265,7 @@ class WebApp:
         reply is done (:class:`Refused`). ``None`` when the tab is free to change."""
         if tab.session is None or not tab.busy():
             return None
-        if tab.session.user.strip() == user.strip():
+        if same_user(tab.session.user, user):
             return tab.session
         raise Refused(self._texts_of(tab).wait_to_switch)
 
@@ -297,7 +297,7 @@ class WebApp:
             return
         self.engine.store_unsaved(old)
         left = [t for t in old.turns if t.unsaved]
-        if left and old.user.strip() == new.user.strip() and not old.ended:
+        if left and same_user(old.user, new.user) and not old.ended:
             with new.lock:
                 new.turns.extend(left)
         elif left:
@@ -307,7 +307,7 @@ class WebApp:
         """The tab's session for the user the request acts as (a new one if the user changed)."""
         user = self._user_for(name, request)
         tab = self._tab(request)
-        if tab.session is None or tab.session.user.strip() != user.strip():
+        if tab.session is None or not same_user(tab.session.user, user):
             self._kept(tab, user)  # refused while a reply of another user is being made
             old = tab.session
             tab.session = self.engine.start(user)
@@ -320,7 +320,7 @@ class WebApp:
         session = self._tab(request).session
         if session is None:
             return None
-        if self.auth and session.user.strip() != str(getattr(request, "username", "") or "").strip():
+        if self.auth and not same_user(session.user, str(getattr(request, "username", "") or "")):
             return None
         return session
 
@@ -666,7 +666,7 @@ class WebApp:
         if self.auth or tab.session is None or not tab.busy():
             return False
         try:
-            return self._user_for(name, request).strip() != tab.session.user.strip()
+            return not same_user(self._user_for(name, request), tab.session.user)
         except Refused:
             return False
 
@@ -683,7 +683,7 @@ class WebApp:
             return gr.update(), gr.update()
         t, session = self._t(request), self._current(request)
         kept = gr.update() if self._tab(request).temporary else user  # a temporary chat keeps nothing
-        if session is not None and session.user.strip() == user.strip():
+        if session is not None and same_user(session.user, user):
             return self._welcome(session, t), kept
         return self._greeting(user, self.engine.bank.has_user(user), t), kept
 

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from urllib.parse import quote
 
+from memory_bank.text import same_user
 from silicon_friend.web.guard import ASGIApp, Receive, Scope, Send, _headers, login_of
 
 PREFIX = "/sf-export/"
@@ -63,7 +64,7 @@ class DownloadStore:
     def drop_user(self, user: str) -> int:
         """Forget every export of ``user`` (their memories were deleted)."""
         with self._lock:
-            gone = [t for t, d in self._items.items() if d.user.strip() == user.strip()]
+            gone = [t for t, d in self._items.items() if same_user(d.user, user)]
             for t in gone:
                 del self._items[t]
         return len(gone)

@@ -31,6 +31,7 @@ import gradio as gr
 
 from memory_bank.errors import MemoryBankError, MemoryNotFoundError
 from memory_bank.records import Memory, MemoryKind
+from memory_bank.text import same_user
 from silicon_friend.memories import retention_figure
 from silicon_friend.memory_view import (
     KINDS,
@@ -136,7 +137,7 @@ class ViewRegistry:
         key = SessionRegistry.key(request)
         with self._lock:
             view = self._items.get(key)
-            if view is None or view.user.strip() != user.strip():
+            if view is None or not same_user(view.user, user):
                 view = self._items[key] = TabView(user)
                 while len(self._items) > self.capacity:
                     self._items.popitem(last=False)
@@ -150,7 +151,7 @@ class ViewRegistry:
     def drop_user(self, user: str) -> None:
         """Forget every tab's view (and undo list) of ``user``."""
         with self._lock:
-            for key in [k for k, v in self._items.items() if v.user.strip() == user.strip()]:
+            for key in [k for k, v in self._items.items() if same_user(v.user, user)]:
                 del self._items[key]
 
 

@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from memory_bank.errors import MemoryBankError
+from memory_bank.text import same_user
 from silicon_friend.engine import Session
 from silicon_friend.errors import SessionEndedError
 
@@ -345,7 +346,7 @@ class SessionRegistry:
                 session = item.session
                 if item.temporary or login != key[0] or session is None:
                     continue
-                if session.user.strip() == user.strip():
+                if same_user(session.user, user):
                     del self._orphans[i]
                     item.language = page.language if page is not None else None
                     item.summary_seen = None
@@ -374,7 +375,7 @@ class SessionRegistry:
                 *(w for _, w in self._orphans if w.busy()),
                 *self._closed.values(),
             ]
-        return [w for w in items if w.session is not None and w.session.user.strip() == user.strip()]
+        return [w for w in items if w.session is not None and same_user(w.session.user, user)]
 
     def __len__(self) -> int:
         with self._lock:

@@ -482,3 +482,26 @@ def test_remove_last_and_regenerate_never_act_on_a_turn_the_page_does_not_show(m
     tick = app.ended_tick(other)  # the watch redraws the page of a tab whose turns changed elsewhere
     assert tick[1] != gr.update() and [m["content"] for m in said(tick[1])][-1] == "Echo: two"
     assert app.ended_tick(other)[1] == gr.update()  # once
+
+
+def test_a_user_stored_under_an_older_spelling_of_the_name_is_one_user_everywhere(engine) -> None:  # type: ignore[no-untyped-def]
+    """A user an older version stored under a spelling the name rule changes (decomposed "Zoë")
+    is found by the rule's form; the web app compared the two spellings by .strip() only: each
+    message opened a new conversation, and "Forget me" left the user's export downloadable."""
+    import unicodedata
+
+    bank = engine.bank
+    stored, typed = unicodedata.normalize("NFD", "Zoë"), unicodedata.normalize("NFC", "Zoë")
+    bank.storage.ensure_user(stored)
+    bank.add_turn(stored, "my bank PIN is 4417", "noted")
+    app = WebApp(engine)
+    list(steps(app.send("first message", typed, *SLIDERS, ANON)))
+    chatbot = list(steps(app.send("second message", typed, *SLIDERS, ANON)))[-1][0]
+    assert [m["content"] for m in chatbot if m["role"] == "user" and "metadata" not in m] == [
+        "first message", "second message"
+    ]
+    link = app.export(typed, ANON)
+    token = link["value"].split("sf-export/", 1)[1].split(")", 1)[0]
+    app.forget_me(typed, True, ANON)
+    assert not bank.has_user(typed) and app.downloads.get(token, None) is None
+
