@@ -29,7 +29,15 @@ from typing import TYPE_CHECKING, Any
 from memory_bank.errors import InvalidInputError, MemoryBankError, MemoryFileError
 from memory_bank.records import MAX_STRENGTH, Memory, MemoryKind, misplaced_layer_id, turn_text
 from memory_bank.salience import content_weight
-from memory_bank.text import canonical_day, check_text, check_unicode, parse_day, parse_time, validate_user
+from memory_bank.text import (
+    canonical_day,
+    check_text,
+    check_unicode,
+    parse_day,
+    parse_time,
+    user_key,
+    validate_user,
+)
 
 if TYPE_CHECKING:
     from memory_bank.bank import MemoryBank
@@ -542,19 +550,29 @@ def _turn_values(m: Memory) -> dict[str, Any]:
 
 
 def _record(
-    m: Memory, base: dict[str, Any], forget_default: bool, default_shape: str | None = None
+    m: Memory,
+    base: dict[str, Any],
+    forget_default: bool,
+    default_shape: str | None = None,
+    *,
+    default_id: str | None = None,
 ) -> dict[str, Any] | list[Any] | str:
+    """``m`` as a record of the file: as it was imported while nothing changed it, else with
+    the fields its state needs. ``default_id`` is the id an import would give the record where
+    it stands; a memory whose id differs (a turn after a deleted one moved up a place) carries
+    its own, so an export imported again gives every memory the id it had."""
+    pin = {"memory_id": m.memory_id} if default_id is not None and m.memory_id != default_id else {}
     shape = m.extra.get("shape", default_shape if "fields" not in m.extra else None)
     fields = m.extra.get("fields")
     if fields is not None and (given := _as_given(m)) is not None:  # as imported: as the file had it
         values = {**base, **m.extra.get("other", {}), **given}
-        return {k: values[k] for k in fields if k in values}
+        return {**{k: values[k] for k in fields if k in values}, **pin}
     turn = _turn_values(m)
     stale = _stale_flag(m)
     touched = m.strength != 1 or m.last_recall_date is not None or m.archived or stale
-    if shape == "list" and not touched and not turn:
+    if shape == "list" and not touched and not turn and not pin:
         return [m.query, m.response]
-    if shape == "str" and not touched:
+    if shape == "str" and not touched and not pin:
         return m.text
     forget = {
         "memory_strength": m.strength,
@@ -575,7 +593,7 @@ def _record(
         keys = list(fields)
         if touched:
             keys += [k for k in (*forget, *states) if k in values and k not in keys]
-    return {k: values[k] for k in keys if k in values}
+    return {**{k: values[k] for k in keys if k in values}, **pin}
 
 
 def export_data(bank: MemoryBank, users: list[str] | None = None) -> dict[str, Any]:
@@ -594,16 +612,30 @@ def _export(bank: MemoryBank, users: list[str] | None) -> dict[str, Any]:
         summary: dict[str, Any] = {}
         personality: dict[str, Any] = {}
         overall: dict[str, str] = {}
+        file_key = extra.get("file_key", rec.name)
+        imported_as = user_key(file_key) or rec.name  # the name an import of the file gives
         for m in sorted(mems, key=lambda m: (m.date, m.turn if m.turn is not None else -1, m.rowid or 0)):
             if m.kind is MemoryKind.TURN:
-                history.setdefault(m.date, []).append(
-                    _record(m, {"query": m.query, "response": m.response}, forget_default=True)
+                day = history.setdefault(m.date, [])
+                default_id = f"{imported_as}_{m.date}_{len(day)}"
+                day.append(
+                    _record(
+                        m,
+                        {"query": m.query, "response": m.response},
+                        forget_default=True,
+                        default_id=default_id,
+                    )
                 )
             elif m.kind is MemoryKind.DAILY_SUMMARY:
-                summary[m.date] = _record(m, {"content": m.text}, forget_default=True)
+                default_id = f"{imported_as}_{m.date}_summary"
+                summary[m.date] = _record(m, {"content": m.text}, forget_default=True, default_id=default_id)
             elif m.kind is MemoryKind.DAILY_PERSONALITY:
                 personality[m.date] = _record(
-                    m, {"content": m.text}, forget_default=False, default_shape="str"
+                    m,
+                    {"content": m.text},
+                    forget_default=False,
+                    default_shape="str",
+                    default_id=f"{imported_as}_{m.date}_personality",
                 )
             elif m.kind is MemoryKind.GLOBAL_SUMMARY:
                 overall["overall_history"] = m.text
@@ -629,7 +661,7 @@ def _export(bank: MemoryBank, users: list[str] | None) -> dict[str, Any]:
         for k in ("overall_history", "overall_personality", "summary", "personality", "history"):
             if k not in user_out and (k in overall or (values.get(k))):
                 user_out[k] = values[k]
-        out[extra.get("file_key", rec.name)] = user_out
+        out[file_key] = user_out
     return out
 
 
