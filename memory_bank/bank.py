@@ -43,6 +43,7 @@ from memory_bank.explain import STRONG_RETENTION, Explanation, Status
 from memory_bank.index import Partition, PartitionCache, SnapshotStore
 from memory_bank.lexical_snapshot import LexicalSnapshot
 from memory_bank.records import (
+    MAX_STRENGTH,
     RETRIEVABLE_KINDS,
     Memory,
     MemoryKind,
@@ -142,7 +143,7 @@ def _note_recall(memories: Sequence[Memory], day: str) -> None:
     on a day before the memory was learned (its clock never moves back)."""
     for m in {id(m): m for m in memories}.values():
         if (m.last_recall_date is None or m.last_recall_date < day) and m.date[:10] <= day:
-            m.strength += 1
+            m.strength = min(m.strength + 1, MAX_STRENGTH)
             m.last_recall_date = day
 
 
@@ -1433,8 +1434,9 @@ class MemoryBank:
             status = "forgotten"
         elif never or f.mode == "off":
             status = "kept"
-        elif isinstance(forgets_on, str) and forgets_on <= today.isoformat():
+        elif f.policy == "threshold" and isinstance(forgets_on, str) and forgets_on <= today.isoformat():
             status = "forgotten"  # by the clock at ``today``, as a search then decides, pass or not
+            # (the stochastic policy's day is when the odds turn: the pass decides, not the clock)
         else:
             status = "strong" if retention >= STRONG_RETENTION else "fading"
         return Explanation(

@@ -82,6 +82,8 @@ class Explanation:
         parts = [when, scale]
         if self.status == "forgotten":
             parts.append(w["restore"])
+        elif self.forgets_on and self.policy == "stochastic":  # a day's pass forgets it by chance
+            parts.append(w["odds_turn"].format(day=self.forgets_on))
         elif self.forgets_on:
             parts.append(w["forgets_on"].format(day=self.forgets_on))
         return f"{w[self.status]}{w['colon']}{w['sep'].join(parts)}"
@@ -107,6 +109,7 @@ _WORDS: Mapping[str, dict[str, Any]] = {
         "recalled": "recalled on {n} days, last {days} days ago",
         "scale": "{what} (time scale {days} days)",
         "forgets_on": "forgotten on {day} unless recalled",
+        "odds_turn": "more likely forgotten than kept by each day's pass from {day} unless recalled",
         "restore": "restore it to bring it back",
         "classes": {
             "small_talk": "small talk",
@@ -131,6 +134,7 @@ _WORDS: Mapping[str, dict[str, Any]] = {
         "recalled": "在{n}天里被回忆过，最近一次在{days}天前",
         "scale": "{what}（时间尺度{days}天）",
         "forgets_on": "若不再回忆，将于{day}遗忘",
+        "odds_turn": "若不再回忆，从{day}起每天的遗忘更可能忘掉它",
         "restore": "可恢复",
         "classes": {
             "small_talk": "闲聊",

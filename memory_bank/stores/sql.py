@@ -26,7 +26,7 @@ import numpy as np
 
 from memory_bank import prefault, vector_blocks
 from memory_bank.errors import InvalidInputError, MemoryDeletedError, StoreError, UserNotFoundError
-from memory_bank.records import Memory, MemoryKind, index_text
+from memory_bank.records import MAX_STRENGTH, Memory, MemoryKind, index_text
 from memory_bank.stores.base import (
     EPOCH_BASE,
     REPLAY_KEYS,
@@ -911,10 +911,11 @@ class SQLStorage(Storage):
         keys = sorted({(int(r), str(memory_id)) for r, memory_id in recalled})
         if keys:
             c.executemany(
-                "UPDATE memories SET strength = strength + 1, last_recall_date = ? "
-                "WHERE id = ? AND user_id = ? AND memory_id = ? "
+                # (at most MAX_STRENGTH, what the file format and PostgreSQL's integer hold)
+                "UPDATE memories SET strength = CASE WHEN strength < ? THEN strength + 1 ELSE strength END, "
+                "last_recall_date = ? WHERE id = ? AND user_id = ? AND memory_id = ? "
                 "AND (last_recall_date IS NULL OR last_recall_date < ?) AND substr(date, 1, 10) <= ?",
-                [(date, r, user_id, memory_id, date, date) for r, memory_id in keys],
+                [(MAX_STRENGTH, date, r, user_id, memory_id, date, date) for r, memory_id in keys],
             )
 
     def _revive(self, c: Cursor, user_id: int, revived: Sequence[tuple[int, str]]) -> None:

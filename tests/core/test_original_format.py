@@ -67,6 +67,22 @@ def test_every_memory_keeps_its_id_through_an_export_after_a_deletion(make_bank,
     assert export_data(again) == export_data(bank)
 
 
+def test_a_recall_at_the_largest_strength_keeps_it_and_the_export_imports(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A recall of a memory at the file format's largest strength went past it (an export the
+    import then refused; PostgreSQL's integer column overflows)."""
+    from memory_bank.records import MAX_STRENGTH
+
+    record = {"query": "I like tea", "response": "ok", "memory_strength": MAX_STRENGTH,
+              "memory_id": "A_2023-05-01_0", "last_recall_date": "2023-05-01"}  # fmt: skip
+    bank, _ = _roundtrip(make_bank, tmp_path, {"A": {"history": {"2023-05-01": [record]}}})
+    bank.reinforce("A", ["A_2023-05-01_0"], now="2023-05-02")
+    [(memory, _)] = bank.memories("A")
+    assert memory.strength == MAX_STRENGTH and memory.last_recall_date == "2023-05-02"
+    again = make_bank(tmp_path / "again")
+    import_data(again, export_data(bank))
+    assert again.memories("A")[0][0].strength == MAX_STRENGTH
+
+
 def test_a_recall_date_spelled_loosely_is_read_as_its_day_and_given_back_as_spelled(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """" 2023-05-03 " passed the import's check but was stored as given, and every later search,
     add and forgetting pass of the user failed on it (fromisoformat)."""

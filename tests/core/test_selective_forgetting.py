@@ -320,3 +320,15 @@ def test_the_selective_setting_forgets_and_loses_nothing(make_bank, tmp_path) ->
     assert not any(m.archived for m, _ in off.memories("Ann")) and off.cold.consulted == 0
     default = make_bank(tmp_path / "default").config.forgetting  # the default is this setting
     assert {k: getattr(default, k) for k in SELECTIVE_FORGETTING} == SELECTIVE_FORGETTING
+
+
+def test_under_the_stochastic_policy_only_the_pass_calls_a_memory_forgotten(make_bank) -> None:  # type: ignore[no-untyped-def]
+    """The stochastic policy's day is the one its odds turn, not the one it goes: a memory the
+    day's pass kept (a search ranks it live) was explained as "forgotten ... restore it"."""
+    bank = make_bank(forgetting={**CALENDAR, "policy": "stochastic", "daily_pass": False})
+    bank.add_turn("Ann", "Hi there!", "Hello!", at="2023-05-01T09:00")
+    late = bank.explain("Ann", "Ann_2023-05-01_0", now="2023-05-21")
+    assert (late.status, late.archived) == ("fading", False) and late.retention < 0.5
+    assert late.reason("en").endswith("more likely forgotten than kept by each day's pass from 2023-05-08 unless recalled")
+    assert late.reason("zh").endswith("若不再回忆，从2023-05-08起每天的遗忘更可能忘掉它")
+
