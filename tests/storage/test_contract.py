@@ -458,7 +458,9 @@ def test_has_memories_and_turn_days_answer_from_the_index(storage: Storage) -> N
     assert storage.turn_days(u) == ["2023-05-01", "2023-05-02"]  # days of turns only, ascending
     storage.set_archived(u, [m.rowid or 0 for m in storage.memories(u)], True)
     assert not storage.has_memories(u) and storage.has_memories(u, include_archived=True)
-    assert storage.turn_days(u) == []  # forgotten turns are not summarised
+    assert storage.turn_days(u) == ["2023-05-01", "2023-05-02"]  # forgotten turns are summarised
+    storage.set_archived(u, [m.rowid or 0 for m in storage.memories(u)], True, hidden=True)
+    assert storage.turn_days(u) == []  # hidden ones are not
     storage.set_archived(u, [a.rowid or 0], False)
     assert storage.turn_days(u) == ["2023-05-02"]
     # The generic fallbacks (a backend of another kind) give the same answers.
