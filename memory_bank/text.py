@@ -257,7 +257,7 @@ _ZH_STOP_RE = re.compile("|".join(sorted(ZH_STOP_WORDS, key=len, reverse=True)))
 #: each partition's lexical index (:mod:`memory_bank.lexical_snapshot`) under this version and
 #: rebuild it when it differs: change it with any change to tokens, stop words, stemming or
 #: question detection, or searches after a restart would read the old tokens.
-TOKENIZER_VERSION = "2"  # 2: Traditional Chinese folded to Simplified
+TOKENIZER_VERSION = "3"  # 2: Traditional Chinese folded to Simplified; 3: grouped numbers joined
 
 
 def _stem(word: str) -> str:
@@ -277,10 +277,20 @@ def _word_token(word: str) -> str | None:
     return None if word in _EN_STOP else _stem(word)
 
 
+#: Digit groups written with single spaces or hyphens between them: a phone, card or account
+#: number as people space it ("139 0000 1234", "07700-900461").
+_DIGIT_GROUPS = re.compile(r"(?<![\d.,])\d+(?:[ -]\d+)+(?![\d.,]*\d)")
+#: Fewer digits than this in all are not one number (a range "10-12", a score "3 2").
+_GROUPED_MIN_DIGITS = 6
+
+
 def tokenize(text: str) -> list[str]:
-    """Index tokens of ``text`` (English and CJK; see the module docstring)."""
+    """Index tokens of ``text`` (English and CJK; see the module docstring). A number written in
+    spaced or hyphenated groups also gives the token of its digits written together, so
+    "139 0000 1234" and "13900001234" find each other."""
     tokens: list[str] = []
-    for run in _TOKEN_RE.findall(unicodedata.normalize("NFKC", text).lower()):
+    text = unicodedata.normalize("NFKC", text).lower()
+    for run in _TOKEN_RE.findall(text):
         if not run[0].isdigit() and not CJK_RE.match(run):
             token = _word_token(run)
             if token is not None:
@@ -289,6 +299,11 @@ def tokenize(text: str) -> list[str]:
             tokens.append(_number_token(run))
         else:
             tokens.extend(_cjk_tokens(run))
+    if " " in text or "-" in text:
+        for found in _DIGIT_GROUPS.finditer(text):
+            digits = re.sub(r"[ -]", "", found.group())
+            if len(digits) >= _GROUPED_MIN_DIGITS:
+                tokens.append(_number_token(digits))
     return tokens
 
 

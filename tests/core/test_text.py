@@ -49,6 +49,17 @@ def test_numbers_keep_their_value() -> None:
     assert "2023" in tokenize("2023年5月4日") and "4" in tokenize("2023年5月4日")
 
 
+def test_a_number_written_in_groups_finds_it_written_together() -> None:
+    """"07700 900461" and "07700900461" shared no token: a question about a number the user
+    spaced (or did not) found nothing by its digits."""
+    lex = LexicalIndex()
+    lex.add(["My new phone number is 07700 900461.", "我的银行卡号是6222-0212-3456-7890", "We were 10-12 people."])
+    assert int(np.argmax(lex.score_array(tokenize("Whose number is 07700900461?")))) == 0
+    assert int(np.argmax(lex.score_array(tokenize("6222021234567890是什么卡号")))) == 1
+    assert "1012" not in tokenize("We were 10-12 people.")  # a range is not one number
+    assert tokenize("139 0000 1234")[-1] == tokenize("13900001234")[-1] == "13900001234"
+
+
 @pytest.mark.parametrize(
     "text",
     ["什么", "你还记得吗？", "我们之前说过什么来着", "What was it?", "Do you remember what I told you?"],
