@@ -838,6 +838,35 @@ class MemoryBank:
             self.storage.scrub()  # the words replaced are not kept in a file either
         return memory
 
+    def complete_turn(
+        self, user: str, memory_id: str, response: str, *, extra: dict[str, Any] | None = None
+    ) -> Memory:
+        """Give a stored turn whose reply is empty (its message was stored before the reply was
+        made) its ``response``: re-embedded, and the daily layers of its day marked stale, as a
+        late turn makes them. Unlike an edit, no words are replaced, so no summary is blanked: a
+        global summary stays in the prompt while replies come in. A turn with a reply already is
+        an edit: :meth:`update_memory`."""
+        rec = self.user(user)
+        target = self._find(rec, memory_id)
+        if target.kind is not MemoryKind.TURN or target.response:
+            raise InvalidInputError(
+                f"{memory_id!r} is not a turn waiting for its reply; edit it with update_memory"
+            )
+        _check_text(response, "response", allow_empty=True)
+        _check_extra(extra)
+        changed = dataclasses.replace(
+            target,
+            response=response,
+            text=turn_text(target.query or "", response),
+            extra=dict(extra or target.extra),
+        )
+        vector = self._embed([index_text(changed.text, changed.context)], write=True)[0]
+        memory = self.storage.upsert_memory(rec.id, changed, vector, self.encoder_name, only_existing=True)
+        self.storage.mark_stale(
+            rec.id, [MemoryKind.DAILY_SUMMARY, MemoryKind.DAILY_PERSONALITY], [target.date]
+        )
+        return memory
+
     def deleted_on(self, user: str, memory_id: str) -> str | None:
         """The day ``user``'s memory ``memory_id`` was deleted, while its id is retired (see
         :meth:`add_turn`), else ``None``. An adapter asks ``<id>#<value>`` of one of

@@ -5,6 +5,10 @@ Importing this module imports ``langchain.agents``; :mod:`memory_bank.langchain`
 
 Correct under checkpoints and retries:
 
+* each user message is stored before the model is asked, and its reply added at the end of the
+  run: a failed model call, a stream the caller stops reading or a cancelled run loses no message
+  (adding a reply blanks no summary: no words are replaced), and a run whose message another
+  middleware summarised away during its tool loop still gets its reply stored;
 * each turn is stored with a memory id derived from the human message's id (``lc:<id>``), so a
   replayed checkpoint, a retried run or a resent message never stores it twice; a message edited
   in place (the same id) or a regenerated reply replaces the stored turn, unless the stored turn was
@@ -24,23 +28,28 @@ Correct under checkpoints and retries:
 * the memory block is rebuilt from the bank for each turn and added to the model request only:
   it is never written into the agent's state, so no checkpoint keeps a copy of a memory that is
   later deleted or forgotten;
-* memories already in ``state["messages"]`` (the turns of this thread) are left out of the block.
+* memories the thread already shows (its user messages by id, or as a message with the reply
+  that follows it) are left out of the block; a message asked again in a new conversation still
+  gets the earlier answer.
 """
 
 from __future__ import annotations
 
 import collections
 import hashlib
+import itertools
 import json
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import run_in_executor
 from langgraph.runtime import Runtime
+from typing_extensions import NotRequired
 
 from memory_bank.bank import MemoryBank
 from memory_bank.errors import InvalidInputError, MemoryDeletedError
@@ -96,6 +105,23 @@ def _exchange(messages: Sequence[BaseMessage]) -> tuple[list[HumanMessage], str 
         if isinstance(message, HumanMessage):
             humans.append(message)
     return humans[::-1], reply
+
+
+def _shown_pairs(messages: Sequence[BaseMessage]) -> set[tuple[str, str]]:
+    """(user message, reply) of each exchange ``messages`` show with its reply: a memory of
+    the same words and reply adds nothing to the thread. A message without a reply yet (the one
+    being answered) shows no answer, so a memory holding one is not left out for its words."""
+    pairs = set()
+    for i, message in enumerate(messages):
+        if isinstance(message, HumanMessage) and message.text.strip() and not _from_middleware(message):
+            _, reply = _last_exchange([message, *_until_next_human(messages[i + 1 :])])
+            if reply is not None:
+                pairs.add((str(message.text), reply))
+    return pairs
+
+
+def _until_next_human(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    return list(itertools.takewhile(lambda m: not isinstance(m, HumanMessage), messages))
 
 
 #: Where a turn keeps a digest of what this middleware wrote, to tell its own writes from edits,
@@ -201,14 +227,25 @@ def _with_block(system: SystemMessage | None, block: str) -> SystemMessage:
     return system.model_copy(update={"content": new})
 
 
-class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
+#: The agent state's record of the user messages this run stored before its first model call:
+#: [message id, words, thread, conversation (thread or key), stored memory id] each. The end of the run
+#: adds the reply to them, also when the thread no longer shows them (another middleware
+#: summarised them away during the run's tool loop), and the memory block leaves them out.
+_STORED = "memorybank_stored"
+
+
+class MemoryBankState(AgentState[Any]):
+    memorybank_stored: NotRequired[Annotated[list[list[Any]], PrivateStateAttr]]
+
+
+class MemoryBankMiddleware(AgentMiddleware[MemoryBankState, Any]):
     """Long-term memory for agents made with :func:`langchain.agents.create_agent`.
 
     For each user message it retrieves the ``k`` memories related to it (recalling them,
     unless ``reinforce=False``; at most once a day each) and reads the global user portrait and
     event summary; before every model call of that turn it appends them to the system message.
-    After the agent's final reply it stores the turn (user message, reply), so the next turn
-    can retrieve it. Works with any chat model.
+    The user message is stored before the first model call, and the agent's final reply added
+    to it at the end, so the next turn can retrieve both. Works with any chat model.
 
     The user is bound at construction (``user=``), or read per call from the runtime context
     under ``context_key`` (``agent.invoke(..., context={"user_id": "Emily"})``); a call
@@ -266,11 +303,13 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
         self.store_turns = store_turns
         self.summarizer = summarizer
         self.tools = []
-        self._blocks: collections.OrderedDict[tuple[str, str], tuple[tuple[int, int], str]] = (
+        self._blocks: collections.OrderedDict[tuple[str, str, str, str], tuple[tuple[int, int], str]] = (
             collections.OrderedDict()
         )
         self._lock = threading.Lock()
         self._warned_store = False
+
+    state_schema = MemoryBankState
 
     def resolve_user(self, runtime: Runtime[Any] | None) -> str:
         """The user of this call: the bound one, else the one in the runtime context."""
@@ -305,26 +344,34 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
         return self.bank
 
     def recall(
-        self, user: str, query: str, *, bank: MemoryBank | None = None, exclude: Sequence[BaseMessage] = ()
+        self,
+        user: str,
+        query: str,
+        *,
+        bank: MemoryBank | None = None,
+        exclude: Sequence[BaseMessage] = (),
+        exclude_ids: Sequence[str] = (),
     ) -> str:
         """The memory block for ``query``: related memories with dates, portrait, event summary.
 
-        Memories of the turns in ``exclude`` (the thread's messages, by id or by text) are left
-        out; only the memories shown are recalled."""
+        Memories of the turns in ``exclude`` (the thread's messages: by id, or as a user message
+        and the reply the thread shows after it) and those of ``exclude_ids`` are left out;
+        only the memories shown are recalled."""
         bank = bank if bank is not None else self.resolve_bank(None)
         if not bank.has_user(user):
             return ""
         memories = ""
         if query.strip():
             humans = [m for m in exclude if isinstance(m, HumanMessage)]
-            skip_ids = {turn_memory_id(m) for m in humans} - {None}
-            skip_texts = {m.text for m in humans}
+            skip_ids = ({turn_memory_id(m) for m in humans} | set(exclude_ids)) - {None}
+            shown = _shown_pairs(exclude)
             k = self.k or bank.config.retrieval.top_k
-            results = bank.search(user, query, k=k + len(humans))
+            results = bank.search(user, query, k=k + len(skip_ids) + len(shown))
             results = [
                 r
                 for r in results
-                if r.memory.memory_id not in skip_ids and (r.memory.query or "") not in skip_texts
+                if r.memory.memory_id not in skip_ids
+                and ((r.memory.query or ""), (r.memory.response or "")) not in shown
             ][:k]
             if self.reinforce and results:
                 bank.reinforce(
@@ -355,38 +402,82 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
         block = await run_in_executor(None, self._block, request)
         return await handler(self._inject(request, block))
 
-    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        if not self.store_turns:
-            return None
-        humans, reply = _exchange(state["messages"])
+    def _pending(self, messages: Sequence[BaseMessage]) -> list[tuple[BaseMessage, str | None, str]]:
+        """The user messages of the last exchange to store, each with its thread and its
+        conversation (the thread, or without one the key :func:`_conversation_key` makes)."""
+        humans, _ = _exchange(messages)
         said = [h for h in humans if h.text.strip() and not _from_middleware(h)]
-        if not said:
-            logger.debug("no user message to store")
-            return None
-        if reply is None:  # structured output, a return_direct tool's result, or no answer at all
-            reply = _other_answer(state, said[-1])
-            if reply is None:
-                logger.warning("the agent gave no answer; the user's message is stored without one")
-                reply = ""
         if self.user is None:
             # The user comes with each call: an earlier message of the exchange (a run that
             # failed) may be another user's in a shared thread, so only this call's is stored.
             said = said[-1:]
-        bank, user = self.resolve_bank(runtime), self.resolve_user(runtime)
         thread = _thread_id()
+        if thread is not None:
+            return [(h, thread, thread) for h in said]
+        return [(h, None, _conversation_key(_said_before(messages, h), h.text)) for h in said]
+
+    def before_agent(self, state: MemoryBankState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Store the run's user messages before the model is asked: a model call that fails, a
+        stream the caller stops reading or a cancelled run loses no message (the reply is added
+        at the end of the run). A message the bank refuses fails the run here, before the model
+        is paid to answer it."""
+        if not self.store_turns:
+            return None
+        pending = self._pending(state["messages"])
+        if not pending:
+            return {_STORED: []}
+        bank, user = self.resolve_bank(runtime), self.resolve_user(runtime)
+        stored: list[list[Any]] = []
         memory = None
-        messages = state["messages"]
-        for human in said:
-            last = human is said[-1]
+        for human, thread, said in pending:
             try:
-                before = _said_before(messages, human) if thread is None else ()
-                memory = self._store(bank, user, human, reply if last else "", thread, before)
+                memory = self._store(bank, user, human, "", thread, said, early=True)
             except MemoryDeletedError as e:  # a replay or regeneration of a turn the user deleted
                 logger.info("turn %s was deleted on %s; not stored again", e.memory_id, e.deleted_on)
+                continue
             except InvalidInputError as e:
-                if last:
+                if human is pending[-1][0]:
                     raise
                 logger.warning("an earlier message of the exchange was not stored: %s", e)
+                continue
+            if memory is not None:
+                stored.append([human.id, human.text, thread, said, memory.memory_id])
+        if self.summarizer is not None and memory is not None:
+            self.summarizer.on_turn(user, memory.date)  # queues the finished days; never raises
+        return {_STORED: stored}
+
+    async def abefore_agent(self, state: MemoryBankState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        return await run_in_executor(None, self.before_agent, state, runtime)
+
+    def after_agent(self, state: MemoryBankState, runtime: Runtime[Any]) -> dict[str, Any] | None:
+        if not self.store_turns:
+            return None
+        messages = state["messages"]
+        _, reply = _exchange(messages)
+        pending = self._pending(messages)
+        if not pending:  # summarised away during the run: the messages its start stored
+            stored: list[list[Any]] = list(state.get(_STORED) or [])  # type: ignore[call-overload]
+            pending = [
+                (HumanMessage(content=text, id=mid), thread, said) for mid, text, thread, said, _ in stored
+            ]
+        if not pending:
+            logger.debug("no user message to store")
+            return None
+        if reply is None:  # structured output, a return_direct tool's result, or no answer at all
+            reply = _other_answer(state, pending[-1][0])
+            if reply is None:
+                logger.warning("the agent gave no answer; the user's message is stored without one")
+                reply = ""
+        bank, user = self.resolve_bank(runtime), self.resolve_user(runtime)
+        memory = None
+        for human, thread, said in pending:
+            last = human is pending[-1][0]
+            try:
+                memory = self._store(bank, user, human, reply if last else "", thread, said)
+            except MemoryDeletedError as e:  # a replay or regeneration of a turn the user deleted
+                logger.info("turn %s was deleted on %s; not stored again", e.memory_id, e.deleted_on)
+            except InvalidInputError as e:  # (the message was stored before the model was asked)
+                logger.warning("the reply could not be stored with its message: %s", e)
         if self.summarizer is not None and memory is not None:
             self.summarizer.on_turn(user, memory.date)  # queues the finished days; never raises
         return None
@@ -398,8 +489,10 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
         human: BaseMessage,
         response: str,
         thread: str | None,
-        before: Sequence[tuple[str | None, str]] = (),
-    ) -> Memory:
+        said: str,
+        *,
+        early: bool = False,
+    ) -> Memory | None:
         """Store one user message with its reply under ``lc:<message id>``. The same message
         again (a replay, a retry) stores nothing; edited in place or answered anew in the same
         thread, the stored turn becomes what the thread shows, unless it was changed since
@@ -410,9 +503,10 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
         their ids and words) stand for it, or for a conversation's first message its own words:
         the same id after another history is another conversation's message. A turn stored
         without either (by an earlier version) is this message, as it was then. An earlier
-        message of the exchange (``response`` empty) never empties a reply stored with it."""
+        message of the exchange (``response`` empty) never empties a reply stored with it.
+        ``said``: the thread, or the conversation's key (see :meth:`_pending`). ``early``: the
+        message before its reply; ``None`` where it is left to the end of the run."""
         memory_id = turn_memory_id(human)
-        said = thread if thread is not None else _conversation_key(before, human.text)
         stamp = {_WRITTEN: _digest(human.text, response), _THREAD: said}
         if memory_id is None:  # a message without an id: stored as it comes
             return bank.add_turn(user, human.text, response, extra=stamp)
@@ -429,12 +523,15 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
             # earlier version gave this very turn, words and reply digested, on a replay of it).
             earlier = f"{memory_id}:{_digest(human.text, response)}"
             found = bank.storage.memories_by_ids(bank.user(user).id, [earlier]) if bank.has_user(user) else []
+            own = f"{memory_id}:{_digest(said, '')}"
             if found and found[0].extra.get(_THREAD) == said:
                 memory = found[0]
+            elif early and not bank.storage.memories_by_ids(bank.user(user).id, [own]):
+                # Before the reply, the id an earlier version gave this turn (its words and
+                # reply digested) cannot be looked for: stored at the end of the run instead.
+                return None
             else:
-                memory = bank.add_turn(
-                    user, human.text, response, memory_id=f"{memory_id}:{_digest(said, '')}", extra=stamp
-                )
+                memory = bank.add_turn(user, human.text, response, memory_id=own, extra=stamp)
         if (memory.query, memory.response) == (human.text, response):
             return memory  # stored now, or this very turn again
         if not response and memory.response:
@@ -442,11 +539,13 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
         if memory.extra.get(_WRITTEN) != _digest(memory.query or "", memory.response or ""):
             logger.info("turn %s was changed since it was stored; kept as it is", memory.memory_id)
             return memory
+        if memory.query == human.text and not memory.response:  # stored before the model was asked
+            return bank.complete_turn(user, memory.memory_id, response, extra={**memory.extra, **stamp})
         return bank.update_memory(
             user, memory.memory_id, text=human.text, response=response, extra={**memory.extra, **stamp}
         )
 
-    async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+    async def aafter_agent(self, state: MemoryBankState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         return await run_in_executor(None, self.after_agent, state, runtime)
 
     # -- internals ----------------------------------------------------------------------------
@@ -456,9 +555,13 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
         bank, user = self.resolve_bank(request.runtime), self.resolve_user(request.runtime)
         messages = list((request.state or {}).get("messages") or request.messages)
         human, _ = _last_exchange(messages)
+        stored: list[list[Any]] = list((request.state or {}).get(_STORED) or [])  # type: ignore[call-overload]
+        if human is None or _from_middleware(human):  # (summarised away: the words the run started with)
+            human = HumanMessage(content=stored[-1][1], id=stored[-1][0]) if stored else human
         if human is None:
             return ""
-        key = (user, turn_memory_id(human) or f"text:{human.text}")
+        # The words too: a message edited in place keeps its id; another conversation may reuse it.
+        key = (user, _thread_id() or "", turn_memory_id(human) or "", human.text)
         # Recalling changes no vectors: the user's (version, epoch) tells a stale block apart.
         state = bank.storage.user_state(bank.user(user).id) if bank.has_user(user) else (0, 0)
         with self._lock:
@@ -466,7 +569,9 @@ class MemoryBankMiddleware(AgentMiddleware[AgentState[Any], Any]):
             if cached is not None and cached[0] == state:
                 self._blocks.move_to_end(key)
                 return cached[1]
-        block = self.recall(user, human.text, bank=bank, exclude=messages)
+        block = self.recall(
+            user, human.text, bank=bank, exclude=messages, exclude_ids=[r[-1] for r in stored]
+        )
         with self._lock:
             self._blocks[key] = (state, block)
             while len(self._blocks) > _BLOCK_CACHE_SIZE:

@@ -453,3 +453,103 @@ def test_turns_an_earlier_version_stored_without_a_thread_keep_their_deletion_an
     replay = create_agent(recording_model("Lovely."), middleware=[MemoryBankMiddleware(bank, "Emily")], checkpointer=InMemorySaver())
     replay.invoke({"messages": [HumanMessage("My sister is Ana", id="1")]}, _thread("t2"))
     assert sorted(m.query for m in bank.history("Emily")) == ["I moved to Lisbon", "My card PIN is (removed)", "My sister is Ana"]
+
+
+def test_a_message_is_stored_before_the_model_is_asked(bank: MemoryBank) -> None:
+    """Turns were stored at the end of the run only: a model call that failed, a stream the
+    caller stopped reading, or a cancelled run lost the user's message for good (with no
+    checkpointer, as the README's own example, nothing brought it back)."""
+    import asyncio
+
+    agent = create_agent(_fails_first(recording_model("Never said.")), middleware=[MemoryBankMiddleware(bank, "Emily")])
+    with pytest.raises(TimeoutError):
+        _say(agent, "My sister Anna is moving to Lyon next week.", {})
+    assert [(t.query, t.response) for t in bank.history("Emily")] == [("My sister Anna is moving to Lyon next week.", "")]
+
+    streamed = create_agent(recording_model("What a lovely name for a cat, tell me more"), middleware=[MemoryBankMiddleware(bank, "Ben")])
+    for i, _ in enumerate(streamed.stream({"messages": [{"role": "user", "content": "I adopted a cat named Miso."}]}, stream_mode="messages")):
+        if i == 2:
+            break  # the client went away mid-reply
+    assert [t.query for t in bank.history("Ben")] == ["I adopted a cat named Miso."]
+
+    slow = create_agent(recording_model("Lyon is lovely in spring, and"), middleware=[MemoryBankMiddleware(bank, "Cai")])
+
+    async def cancelled() -> None:
+        async def run() -> None:
+            async for _ in slow.astream({"messages": [{"role": "user", "content": "I fly to Lyon in May."}]}, stream_mode="messages"):
+                await asyncio.sleep(10)  # a slow consumer; the request is cancelled
+
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(run(), 0.5)
+
+    asyncio.run(cancelled())
+    assert [t.query for t in bank.history("Cai")] == ["I fly to Lyon in May."]
+    # and a run that ends adds its reply to the stored message, leaving the summaries' words in place
+    ok = create_agent(recording_model("Lovely!"), middleware=[MemoryBankMiddleware(bank, "Dee")])
+    _say(ok, "I adopted a cat named Miso.", {})
+    assert [(t.query, t.response) for t in bank.history("Dee")] == [("I adopted a cat named Miso.", "Lovely!")]
+
+
+def test_a_message_summarised_away_during_its_tool_loop_is_stored_with_its_reply(bank: MemoryBank) -> None:
+    """LangChain's SummarizationMiddleware folds the run's own message into a summary when the
+    tool loop grows long; the end of the run found no user message and stored nothing."""
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_core.tools import tool
+
+    from tests.langchain.conftest import tool_call
+
+    @tool
+    def web_search(q: str) -> str:
+        """Search the web."""
+        return "a long page about " + q
+
+    calls = [tool_call("web_search", {"q": f"lyon {i}"}, f"c{i}") for i in range(4)]
+    model = recording_model(*calls, "Here is your 3-day Lyon plan.")
+    summarising = SummarizationMiddleware(
+        model=FakeListChatModel(responses=["(summary)"] * 10), trigger=("messages", 6), keep=("messages", 3)
+    )
+    agent = create_agent(
+        model, tools=[web_search], middleware=[summarising, MemoryBankMiddleware(bank, "Emily")], checkpointer=InMemorySaver()
+    )
+    text = "Plan a trip to Lyon for me, my sister Anna lives there."
+    _say(agent, text, _thread("t1"))
+    assert [(t.query, t.response) for t in bank.history("Emily")] == [(text, "Here is your 3-day Lyon plan.")]
+
+
+def test_a_message_the_bank_refuses_fails_the_run_before_the_model_is_paid(bank: MemoryBank) -> None:
+    model = recording_model("An answer that would be thrown away.")
+    agent = create_agent(model, middleware=[MemoryBankMiddleware(bank, "Emily")])
+    with pytest.raises(InvalidInputError):
+        _say(agent, "hello\x00there", {})
+    assert model.system_texts() == [] and not bank.has_user("Emily")
+
+
+def test_the_memory_block_leaves_out_what_the_thread_shows_not_what_it_does_not(bank: MemoryBank) -> None:
+    """Any memory whose words equalled a message of the thread was left out, the current one's
+    included (asked again in a new conversation, the earlier answer never reached the model), and
+    an image-only message (no words) left out every day summary (they have no user words)."""
+    from memory_bank import MemoryKind
+
+    bank.add_turn("Emily", "What is my cat called?", "Your cat is called Miso.", at="2023-04-20T10:00")
+    bank.set_layer("Emily", MemoryKind.DAILY_SUMMARY, "Emily visited Kyoto's temples.", date="2023-04-21")
+    model = recording_model("Miso!", "Kyoto!")
+    agent = create_agent(model, middleware=[MemoryBankMiddleware(bank, "Emily")], checkpointer=InMemorySaver())
+    _say(agent, "What is my cat called?", _thread("new"))
+    assert "Your cat is called Miso." in model.system_texts()[0]
+    image = {"type": "image", "source_type": "url", "url": "https://example.invalid/kyoto.png"}
+    agent.invoke({"messages": [{"role": "user", "content": [image]}, {"role": "user", "content": "Where was this? Kyoto?"}]}, _thread("img"))
+    assert "Kyoto's temples" in model.system_texts()[1]
+
+
+def test_a_message_edited_in_place_gets_the_memories_of_its_new_words(bank: MemoryBank) -> None:
+    bank.add_turn("Emily", "My cat is called Miso.", "Lovely!", at="2023-04-20T10:00")
+    bank.add_turn("Emily", "My sister Ana lives in Lisbon.", "Nice!", at="2023-04-21T10:00")
+    model = _fails_first(recording_model("Lisbon!"))
+    mw = MemoryBankMiddleware(bank, "Emily", k=1, reinforce=False, store_turns=False)
+    agent = create_agent(model, middleware=[mw])
+    with pytest.raises(TimeoutError):
+        agent.invoke({"messages": [HumanMessage("What is my cat called?", id="m1")]})
+    agent.invoke({"messages": [HumanMessage("Where does my sister live?", id="m1")]})  # edited, same id
+    block = model.system_texts()[-1]
+    assert "Lisbon" in block and "Miso" not in block  # not the block of the words it replaced
