@@ -196,9 +196,11 @@ class Session:
                     for u in t.used
                 ]
 
-    def recent(self, n: int) -> list[Turn]:
-        """The last ``n`` answered turns (failed ones are left out of the prompt)."""
-        done = [t for t in self.turns if not t.failed and t.response]
+    def recent(self, n: int, *, temporary: bool = False) -> list[Turn]:
+        """The last ``n`` answered turns (failed ones are left out of the prompt). A turn that
+        may be remembered (not ``temporary``) is never prompted with a temporary chat's turns:
+        their words would reach its reply, and so the store."""
+        done = [t for t in self.turns if not t.failed and t.response and (temporary or not t.temporary)]
         return done[-n:] if n > 0 else []
 
 
@@ -350,7 +352,7 @@ class SiliconFriend:
     ) -> tuple[FittedPrompt, dict[str, float]]:
         """The prompt and the retrieval score of each memory considered for it (none, and no
         portrait or summary, for a ``temporary`` chat)."""
-        window = session.recent(settings.history_turns)
+        window = session.recent(settings.history_turns, temporary=temporary)
         hits = self._related(session, message, settings, window, temporary)
         profile = (
             {"global_portrait": "", "global_summary": ""} if temporary else self.bank.profile(session.user)

@@ -851,6 +851,9 @@ class WebApp:
         """ "Summarize Memory Bank": queue every unsummarised day, today included, on the
         background worker and return at once; the state line shows the progress and any failure."""
         t = self._t(request)
+        if self._tab(request).temporary:  # the switch promises no memory is written
+            self._warn(t.summary_temporary, request)
+            return gr.update()
         try:
             session = self._session(name, request)
             self.engine.summarize_in_background(session)

@@ -294,6 +294,7 @@ class UITexts:
     summary_some_failed: str
     summary_error: str
     summary_started: str
+    summary_temporary: str
     #: why a summary failed, by kind (``voice``, ``pet``, ``echo``, ``copy``, ``timeout``)
     summary_reasons: dict[str, str]
     #: toast titles (Gradio's default titles are English)
@@ -397,6 +398,7 @@ UI: dict[str, UITexts] = {
         ),
         summary_error="⚠️ Making summaries failed ({error}); your memories are intact, and it is tried again later.",
         summary_started="Summarizing in the background: the progress is shown here and on “My memories”. You can keep chatting.",
+        summary_temporary="A temporary chat writes no memories: switch it off to summarize.",
         summary_reasons={
             "voice": "the model kept talking to you instead of describing you",
             "pet": "the model kept describing your pet instead of you",
@@ -491,6 +493,7 @@ UI: dict[str, UITexts] = {
         summary_some_failed="⚠️ 有 {n} 条总结没能生成（{first}）；它们保留之前的内容，下次总结时会再试。",
         summary_error="⚠️ 生成总结失败（{error}）；你的记忆完好无损，稍后会再试。",
         summary_started="正在后台总结：进度显示在这里和“我的记忆”页。你可以继续聊天。",
+        summary_temporary="临时对话不写入任何记忆：关闭它之后再总结。",
         summary_reasons={
             "voice": "模型总是在对你说话，而不是描述你",
             "pet": "模型总是在描述你的宠物，而不是你",

@@ -68,6 +68,8 @@ def test_temporary_chat_neither_reads_nor_writes_memories(make_engine, bank) -> 
     assert not second.stored and len(bank.history("Emily")) == 2
     session.temporary = False
     assert engine.reply(session, "back to normal").stored
+    # a remembered turn is not prompted with the temporary chat's words (its reply is stored)
+    assert [t.type for t in echo.calls[-1]["messages"]] == ["system", "human"]
 
 
 def test_an_ended_session_stores_nothing(engine: SiliconFriend) -> None:

@@ -275,6 +275,11 @@ def test_summarize_memory_bank_button_works_in_the_background(make_engine, bank)
     with pytest.warns(UserWarning, match="no memories"):
         app.summarize("Emily", ANON)
     send(app, "I adopted a cat named Miso.")
+    app.set_temporary(True, ANON)
+    with pytest.warns(UserWarning, match="temporary chat writes no memories"):  # as its switch promises
+        app.summarize("Emily", ANON)
+    assert engine.scheduler.wait(10) and [m.kind.value for m, _ in bank.memories("Emily")] == ["turn"]
+    app.set_temporary(False, ANON)
     first = app.summarize("Emily", ANON)  # returns at once, with the state
     assert "in the background" in first or "Summaries up to date" in first
     assert engine.scheduler.wait(10)
