@@ -179,8 +179,9 @@ def retention_figure(
     cjk = language != "en" or any(has_cjk(m.text) for m in mems)
     family = list(font_families()) if cjk else None
     if family:
-        for item in (ax.title, ax.xaxis.label, ax.yaxis.label):
+        for item in (ax.title, ax.xaxis.label, ax.yaxis.label, ax.xaxis.get_offset_text()):
             item.set_fontfamily(family)
+        ax.tick_params(axis="x", labelfontfamily=family)  # the dates: 05日, 2027年01月
     if mems:
         ax.legend(
             prop={"family": family, "size": 7} if family else {"size": 7}, loc="lower left", framealpha=0.8

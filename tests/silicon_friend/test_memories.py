@@ -8,7 +8,8 @@ import numpy as np
 
 from memory_bank import MemoryKind
 from memory_bank.original_format import load_memory_file
-from silicon_friend.memories import export_user, memory_rows, retention_figure
+from memory_bank.text import has_cjk
+from silicon_friend.memories import export_user, font_families, memory_rows, retention_figure
 
 
 def fill(bank) -> None:  # type: ignore[no-untyped-def]
@@ -121,6 +122,10 @@ def test_the_plots_date_axis_speaks_the_pages_language(make_bank) -> None:  # ty
         shown = " ".join(labels)
         english = any(m in shown for m in ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"))
         assert (month in shown and not english) if language == "zh" else english or shown.strip(), shown
+        if language == "zh" and len(font_families()) > 1:  # and it is drawn in a font with Chinese glyphs
+            cjk = set(font_families()) - {"DejaVu Sans"}
+            drawn = [*ax.get_xticklabels(), ax.xaxis.get_offset_text()]
+            assert all(cjk & set(t.get_fontfamily()) for t in drawn if has_cjk(t.get_text())), drawn
 
 
 def test_dollar_signs_in_a_memory_are_text_in_the_plot(make_bank) -> None:  # type: ignore[no-untyped-def]
