@@ -587,6 +587,7 @@ class WebApp:
             self._warn(self._t(request).session_ended, request)
             if tab.session is session:  # the user's next message starts again (it was refused for good)
                 tab.session = Session(user=session.user, temporary=tab.temporary)  # their memories are gone
+                tab.ended_replaced = session  # the page still has to show that (ended_tick)
         elif job.refused is not None:
             self._warn(job.refused, request)
         if job.ended or job.refused is not None:  # the message goes back into the box
@@ -926,12 +927,14 @@ class WebApp:
         if not session.ended and tab.chat_stale and not tab.busy():  # edited or deleted elsewhere
             tab.chat_stale = False
             return (gr.update(), self._render_tab(request), *keep[2:])
-        if not session.ended or tab.ended_drawn is session:
+        ended = session if session.ended else tab.ended_replaced
+        if ended is None or tab.ended_drawn is ended:
             return keep
-        tab.ended_drawn = session
+        tab.ended_drawn = ended
         t = self._t(request)
-        status = t.forgot.replace("{user}", literal_markdown(session.user.strip()))
-        return (status, [], *self.memory_tab.cleared(t), gr.update(value="", visible=False), "")
+        status = t.forgot.replace("{user}", literal_markdown(ended.user.strip()))
+        chat = [] if ended is session or not session.turns else gr.update()  # (a new conversation stays)
+        return (status, chat, *self.memory_tab.cleared(t), gr.update(value="", visible=False), "")
 
     # -- memory handlers (the rest of the tab is silicon_friend.web.memory_tab) ------------------
     def export(self, name: str, request: gr.Request) -> Any:

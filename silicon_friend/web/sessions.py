@@ -99,6 +99,9 @@ class WebSession:
     summary_seen: tuple[str, int, str] | None = None
     #: The conversation whose deletion ("Forget me" in another tab) this tab's page has drawn.
     ended_drawn: Session | None = None
+    #: A deleted conversation this tab has already replaced with a fresh one (a message waiting
+    #: in its line was refused) before its page drew the deletion.
+    ended_replaced: Session | None = None
     #: Another tab changed this tab's conversation (a turn edited or deleted): its page redraws.
     chat_stale: bool = False
     #: The last message sent from this tab and when (``time.monotonic``), see :meth:`repeated`.

@@ -185,6 +185,30 @@ def test_a_message_waiting_when_forget_me_comes_is_not_stored(make_engine) -> No
     assert results and results[0][-1][1] == "my secret"  # given back into the box, visibly
 
 
+def test_a_tab_whose_waiting_message_forget_me_refused_still_says_the_memories_are_gone(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """With a message waiting behind the streaming reply, the tab replaced its deleted
+    conversation before the watch drew the deletion: its page kept greeting a returning user."""
+    app = WebApp(make_engine(EchoChatModel(delay=0.05)))
+    app.engine.bank.add_turn("Emily", "I love jazz.", "Nice!", at="2023-04-28T10:00")
+    other = gr.Request(session_hash="tab-b")
+    app.remember("Emily", other)
+    first = steps(app.send("one two three four five six seven", "Emily", *SLIDERS, ANON))
+    next(first), next(first), next(first)  # streaming
+    later = threading.Thread(target=lambda: list(steps(app.send("my secret", "Emily", *SLIDERS, ANON))))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        later.start()
+        deadline = time.monotonic() + 5
+        while "my secret" not in app.sessions.get(ANON).queued() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        app.forget_me("Emily", True, other)
+        list(first)
+        later.join(10)
+    status, chat, *_ = app.ended_tick(ANON)
+    assert "were deleted" in status and chat == []
+    assert app.ended_tick(ANON)[0] == gr.update()  # drawn once
+
+
 def test_after_forget_me_in_one_tab_the_other_tab_can_start_again(make_engine) -> None:  # type: ignore[no-untyped-def]
     """Tab B's every message was refused after tab A's "Forget me", and entering the name again
     (as the toast said) changed nothing: only "Remember Me" got B out."""
