@@ -591,6 +591,7 @@ class MemoryBank:
         extra: dict[str, Any] | None = None,
         recalled: Sequence[Memory] = (),
         revive_deleted: bool = False,
+        standalone: bool = False,
     ) -> Memory:
         """Store one dialog turn with the time it happened (default: now); searchable at once.
 
@@ -604,7 +605,8 @@ class MemoryBank:
         ``recalled``: the user's memories the reply used (e.g. from :meth:`search`), reinforced
         on the turn's day as :meth:`reinforce` does, in the transaction that stores the turn and
         marks the day's summaries stale: a chat reply's memory writes are one commit. A recalled
-        memory deleted meanwhile is not reinforced.
+        memory deleted meanwhile is not reinforced. ``standalone``: a note that answers nothing
+        said before it (a memory the user adds by hand), indexed without the day's previous reply.
         """
         owner = self.find_user(user)  # the user-name rule, before anything is loaded or written
         if memory_id is not None:
@@ -630,8 +632,7 @@ class MemoryBank:
         rec = self.user(user, create=True)
         used = self._with_rowids(rec, recalled)
         report = self._daily_forget(rec, _as_date(None, self.clock), keep=used)
-        previous = self.storage.last_turn(rec.id, day)
-        context = _context_of(previous)
+        context = None if standalone else _context_of(self.storage.last_turn(rec.id, day))
         vector = self._embed([index_text(text, context)], write=True)[0]
         memory = Memory(
             memory_id=memory_id if memory_id is not None else f"{rec.name}_{day}_{{turn}}",

@@ -176,7 +176,7 @@ def build_server(
         message as ``text`` and the assistant's ``reply``). It is dated today."""
         user = user_of(ctx)
         try:
-            memory = bank.add_turn(user, text, reply)
+            memory = bank.add_turn(user, text, reply, standalone=not reply)  # a note answers nothing
         except InvalidInputError as e:  # the bank's words are its own (query, response): the tool's
             said = re.sub(r"\b(the )?query\b", "text", str(e), count=1)
             raise InvalidInputError(re.sub(r"\b(the )?response\b", "reply", said, count=1)) from e

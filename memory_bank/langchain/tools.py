@@ -131,14 +131,16 @@ def memory_tools(
             stamp = {"tool_content": digest, REPLAY_OF: first}
             memory: Memory | None
             try:
-                memory = bank_.add_turn(user_, content, "", memory_id=first, extra=stamp)
+                memory = bank_.add_turn(user_, content, "", memory_id=first, extra=stamp, standalone=True)
             except MemoryDeletedError:
                 for key in (f"{first}#{digest}", f"{first}#*"):  # *: a deleted turn of no digest
                     if bank_.deleted_on(user_, key) is not None:
                         raise  # this call replayed: the user deleted what it saved
                 memory = None  # the id's memory was deleted, and this is other content
             if memory is None or (memory.query != content and memory.extra.get("tool_content") != digest):
-                memory = bank_.add_turn(user_, content, "", memory_id=f"{first}:{digest}", extra=stamp)
+                memory = bank_.add_turn(
+                    user_, content, "", memory_id=f"{first}:{digest}", extra=stamp, standalone=True
+                )
         except MemoryDeletedError as e:  # a replayed call of a memory the user has deleted since
             return f"Not saved: the user deleted this memory ({e.memory_id}) on {e.deleted_on}."
         except MemoryBankError as e:

@@ -535,7 +535,9 @@ class MemoryTab:
         return True
 
     def _add(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
-        memory = self.bank.add_turn(user, (value or "").strip(), "", extra={"added_by_hand": True})
+        memory = self.bank.add_turn(
+            user, (value or "").strip(), "", extra={"added_by_hand": True}, standalone=True
+        )
         view.selected = memory.memory_id
         self.app._info(self._mt(request).added.format(text=excerpt(memory.text, 60)), request)
         return True

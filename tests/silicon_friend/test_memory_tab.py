@@ -376,3 +376,9 @@ def test_a_note_added_by_hand_has_no_reply_box(forgetting_bank) -> None:  # type
     app.memory_tab.handlers()["add"]("Ann", "My sister Jo lives in Lisbon.", *FORM, ANN)
     detail = click_row(app, "Ann", 0, ANN)
     assert detail[2]["value"] == "My sister Jo lives in Lisbon." and detail[3]["visible"] is False
+    # a note answers nothing: it is not indexed with the reply the chat gave just before it
+    bank = forgetting_bank
+    bank.add_turn("Ann", "I love sailing.", "Sailing sounds wonderful!")
+    app.memory_tab.handlers()["add"]("Ann", "My PIN hint is the year we met.", *FORM, ANN)
+    [note] = [m for m in bank.history("Ann") if m.query == "My PIN hint is the year we met."]
+    assert note.context is None
