@@ -201,7 +201,7 @@ def check_memory_data(data: Any, *, source: str = "memory file") -> None:
                     source, f"{where}, history {day}", f"expected a list of turns, got {type(turns).__name__}"
                 )
             for i, turn in enumerate(turns):
-                _check_turn(turn, source, f"{where}, history {day}, turn {i}", ids)
+                _check_turn(turn, source, f"{where}, history {day}, turn {i}", ids, day)
         for field in ("summary", "personality"):
             for day, rec in user.get(field, {}).items():
                 at = f"{where}, {field} {day}"
@@ -210,7 +210,7 @@ def check_memory_data(data: Any, *, source: str = "memory file") -> None:
                     raise _fail(source, at, 'expected a string or {"content": string}')
                 _text(text, source, f"{at}, content")
                 if isinstance(rec, dict):
-                    _check_forget_fields(rec, source, at, ids)
+                    _check_forget_fields(rec, source, at, ids, day)
                     if "stale" in rec and not isinstance(rec["stale"], bool):
                         raise _fail(source, at, f"stale must be true or false, got {rec['stale']!r}")
         for field in ("overall_history", "overall_personality"):
@@ -222,7 +222,7 @@ def check_memory_data(data: Any, *, source: str = "memory file") -> None:
                 _text(user[field], source, f"{where}, {field}")
 
 
-def _check_forget_fields(rec: dict[str, Any], source: str, where: str, ids: set[str]) -> None:
+def _check_forget_fields(rec: dict[str, Any], source: str, where: str, ids: set[str], day: str) -> None:
     strength = rec.get("memory_strength", 1)
     if not isinstance(strength, int) or isinstance(strength, bool) or not 1 <= strength <= MAX_STRENGTH:
         raise _fail(
@@ -232,9 +232,20 @@ def _check_forget_fields(rec: dict[str, Any], source: str, where: str, ids: set[
         )
     if rec.get("last_recall_date") is not None:
         try:
-            parse_day(rec["last_recall_date"])
+            recalled = parse_day(rec["last_recall_date"])
         except InvalidInputError as e:
             raise _fail(source, where, f"last_recall_date {rec['last_recall_date']!r} is not a date") from e
+        try:
+            learned = parse_day(day)
+        except InvalidInputError:  # (the day itself is refused with the history)
+            learned = recalled
+        if recalled < learned:  # its forgetting clock would count from before it existed
+            raise _fail(
+                source,
+                where,
+                f"last_recall_date {recalled} is before the memory's own day {learned}: a memory "
+                "is not recalled before it is learned; set it to that day or later, or remove it",
+            )
     for flag in ("archived", "hidden"):
         if flag in rec and not isinstance(rec[flag], bool):
             raise _fail(source, where, f"{flag} must be true or false, got {rec[flag]!r}")
@@ -250,7 +261,7 @@ def _check_forget_fields(rec: dict[str, Any], source: str, where: str, ids: set[
         ids.add(memory_id)
 
 
-def _check_turn(turn: Any, source: str, where: str, ids: set[str]) -> None:
+def _check_turn(turn: Any, source: str, where: str, ids: set[str], day: str) -> None:
     if isinstance(turn, list):
         if len(turn) != 2 or not all(isinstance(x, str) for x in turn):
             raise _fail(source, where, "a list turn must be [query, response] (two strings)")
@@ -265,7 +276,7 @@ def _check_turn(turn: Any, source: str, where: str, ids: set[str]) -> None:
         if not isinstance(turn.get(field), str):
             raise _fail(source, where, f"{field!r} must be a string, got {type(turn.get(field)).__name__}")
         _text(turn[field], source, f"{where}, {field}")
-    _check_forget_fields(turn, source, where, ids)
+    _check_forget_fields(turn, source, where, ids, day)
     if turn.get("timestamp") is not None:
         try:
             parse_time(turn["timestamp"] if isinstance(turn["timestamp"], str) else "?")

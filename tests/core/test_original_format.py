@@ -83,6 +83,18 @@ def test_a_recall_at_the_largest_strength_keeps_it_and_the_export_imports(make_b
     assert again.memories("A")[0][0].strength == MAX_STRENGTH
 
 
+def test_a_recall_date_before_the_memorys_own_day_is_refused(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Its forgetting clock counted from the earlier date: learned on 2023-05-01, "recalled" on
+    2020-01-01, it had retention 0 the next day and was forgotten."""
+    turn = {"query": "My sister moved to Lisbon", "response": "ok", "last_recall_date": "2020-01-01"}
+    summary = {"content": "A day in Lisbon.", "last_recall_date": "2023-04-30"}
+    for data in ({"A": {"history": {"2023-05-01": [turn]}}}, {"A": {"history": {}, "summary": {"2023-05-01": summary}}}):
+        bank = make_bank(tmp_path / f"s{len(str(data))}")
+        with pytest.raises(MemoryFileError, match=r"is before the memory's own day 2023-05-01.*set it to that day or later"):
+            import_data(bank, copy.deepcopy(data))
+        assert not bank.has_user("A")
+
+
 def test_a_recall_date_spelled_loosely_is_read_as_its_day_and_given_back_as_spelled(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """" 2023-05-03 " passed the import's check but was stored as given, and every later search,
     add and forgetting pass of the user failed on it (fromisoformat)."""
