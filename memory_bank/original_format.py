@@ -307,9 +307,20 @@ def _split_record(record: dict[str, Any], known: tuple[str, ...]) -> tuple[dict[
     return {k: record[k] for k in known if k in record}, info
 
 
-def _time_of(given: str | None) -> str | None:
+#: Where a turn keeps its ``timestamp`` as the file spelled it, when the store's form (to the
+#: second, ``+00:00`` for ``Z``) differs: an export gives the file's spelling back while the
+#: stored time is still the one it was read as (a recall or an edit of the turn changes no time).
+_TIME_AS_GIVEN = "timestamp_as_given"
+
+
+def _time_of(given: str | None, info: dict[str, Any]) -> str | None:
     """A turn's ``timestamp`` as the store keeps it (to the second, as ``add_turn`` writes it)."""
-    return None if given is None else parse_time(given).isoformat(timespec="seconds")
+    if given is None:
+        return None
+    stored = parse_time(given).isoformat(timespec="seconds")
+    if stored != given:
+        info[_TIME_AS_GIVEN] = given
+    return stored
 
 
 def user_memories(name: str, user: dict[str, Any]) -> tuple[list[Memory], dict[str, Any]]:
@@ -342,7 +353,7 @@ def user_memories(name: str, user: dict[str, Any]) -> tuple[list[Memory], dict[s
                     hidden=bool(fields.get("hidden", False)),
                     extra=info,
                     context=previous,
-                    timestamp=_time_of(fields.get("timestamp")),
+                    timestamp=_time_of(fields.get("timestamp"), info),
                     # As given; else set as add_turn sets it (the original format has none).
                     weight=float(fields["weight"]) if "weight" in fields else content_weight(fields["query"]),
                 )
@@ -548,13 +559,22 @@ def _stale_flag(m: Memory) -> bool:
     )
 
 
+def _same_time(given: str, stored: str) -> bool:
+    try:
+        return parse_time(given).isoformat(timespec="seconds") == stored
+    except InvalidInputError:
+        return False
+
+
 def _turn_values(m: Memory) -> dict[str, Any]:
     """A turn's :data:`_TURN_KEYS` that are set (none for a summary layer)."""
     if m.kind is not MemoryKind.TURN:
         return {}
     out: dict[str, Any] = {}
     if m.timestamp:
-        out["timestamp"] = m.timestamp
+        given = m.extra.get(_TIME_AS_GIVEN)
+        same = isinstance(given, str) and _same_time(given, m.timestamp)
+        out["timestamp"] = given if same else m.timestamp
     if m.weight != content_weight(m.query if m.query is not None else m.text):  # else import derives it
         out["weight"] = m.weight
     return out

@@ -95,6 +95,16 @@ def test_a_recall_date_before_the_memorys_own_day_is_refused(make_bank, tmp_path
         assert not bank.has_user("A")
 
 
+def test_a_turns_time_is_given_back_as_the_file_spelled_it_after_a_recall(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The store keeps whole seconds; the file's spelling came back only while the turn was
+    untouched, and one recall changed "…10:00:00.250000+02:00" to "…10:00:00+02:00"."""
+    times = ["2023-05-01T10:00:00.250000+02:00", "2023-05-01T11:00:00Z", "2023-05-01"]
+    turns = [{"query": f"q{i}", "response": "r", "timestamp": t} for i, t in enumerate(times)]
+    bank, _ = _roundtrip(make_bank, tmp_path, {"A": {"history": {"2023-05-01": turns}}})
+    bank.reinforce("A", ["A_2023-05-01_0", "A_2023-05-01_1", "A_2023-05-01_2"], now="2023-05-03")
+    assert [t["timestamp"] for t in export_data(bank)["A"]["history"]["2023-05-01"]] == times
+
+
 def test_a_recall_date_spelled_loosely_is_read_as_its_day_and_given_back_as_spelled(make_bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """" 2023-05-03 " passed the import's check but was stored as given, and every later search,
     add and forgetting pass of the user failed on it (fromisoformat)."""
