@@ -298,9 +298,9 @@ class RequestGuard:
 
 async def _read_body(receive: Receive, headers: dict[str, str]) -> tuple[bytes | None, list[Message]]:
     """The body the server may read as JSON (up to :data:`MAX_INSPECTED_BODY`; ``None`` past it)
-    and the messages read to get it. FastAPI reads a body without a content type as JSON too."""
-    kind = headers.get("content-type", "").strip()
-    if kind and "json" not in kind:
+    and the messages read to get it. Every body but a multipart upload is read: FastAPI reads a
+    body without a content type as JSON too, and content types case-insensitively."""
+    if headers.get("content-type", "").strip().lower().startswith("multipart/"):
         return b"", []
     chunks: list[bytes] = []
     messages: list[Message] = []

@@ -208,6 +208,12 @@ def test_a_login_cookie_written_oddly_gets_no_one_elses_session(serve_app) -> No
     body = json.dumps({"data": [], "fn_index": server.fn["remove_last"], "session_hash": alice_hash})
     r = raw.post("/gradio_api/queue/join", content=body, headers={"cookie": login})  # no content type
     assert r.status_code == 403 and "another signed-in user" in r.text
+    for kind in ("Application/JSON", "application/JSON; charset=utf-8", "text/plain"):  # read as JSON all the same
+        r = raw.post("/gradio_api/queue/join", content=body, headers={"cookie": login, "content-type": kind})
+        assert r.status_code == 403, kind
+    cancel = json.dumps({"session_hash": alice_hash, "fn_index": server.fn["send"], "event_id": "x"})
+    r = raw.post("/gradio_api/cancel", content=cancel, headers={"content-type": "Application/JSON"})
+    assert r.status_code == 403  # no login at all (Gradio itself does not check one there)
     r = raw.post("/gradio_api/queue/join", content=body)  # no login at all
     assert r.status_code == 403
     raw.close()
