@@ -288,8 +288,7 @@ class SessionRegistry:
         #: sending events, and a closed page's load can come after its unload (two quick
         #: reloads). Those events get the tab back: its conversation, its temporary-chat switch
         #: (a fresh tab would store a temporary chat's messages) and what its page shows. A tab
-        #: closed while replying is left to the user's next page to take over (:meth:`adopt`);
-        #: its closed key keeps its switches only.
+        #: closed while replying is also the user's next page's to take over (:meth:`adopt`).
         self._closed: collections.OrderedDict[tuple[str | None, str | None], WebSession] = (
             collections.OrderedDict()
         )
@@ -326,9 +325,8 @@ class SessionRegistry:
         with self._lock:
             item = self._items.pop(key, None)
             self._orphans = [(login, w) for login, w in self._orphans if w.busy()]
-            if item is not None and item.busy():
-                self._orphans.append((key[0], item))
-                item = WebSession(language=item.language, temporary=item.temporary)
+            if item is not None and item.busy():  # the user's next page may take it over; this
+                self._orphans.append((key[0], item))  # page may also come back (its heartbeat dropped)
             self._closed[key] = item or self._closed.get(key) or WebSession()
             self._closed.move_to_end(key)
             while len(self._closed) > self.capacity:
@@ -359,15 +357,16 @@ class SessionRegistry:
         return None
 
     def busy(self) -> list[WebSession]:
-        """Every tab with a reply being made or waiting, closed ones included."""
+        """Every tab with a reply being made or waiting, closed ones included (each once)."""
         with self._lock:
-            items = list(self._items.values()) + [w for _, w in self._orphans]
-        return [w for w in items if w.busy()]
+            items = [*self._items.values(), *(w for _, w in self._orphans), *self._closed.values()]
+        return [w for w in {id(w): w for w in items}.values() if w.busy()]
 
     def every(self) -> list[WebSession]:
         """Every tab, closed ones included."""
         with self._lock:
-            return list(self._items.values()) + [w for _, w in self._orphans] + list(self._closed.values())
+            items = [*self._items.values(), *(w for _, w in self._orphans), *self._closed.values()]
+        return list({id(w): w for w in items}.values())
 
     def of_user(self, user: str) -> list[WebSession]:
         """Every tab whose conversation is ``user``'s, closed ones included (an edit, a deletion
@@ -378,6 +377,7 @@ class SessionRegistry:
                 *(w for _, w in self._orphans if w.busy()),
                 *self._closed.values(),
             ]
+        items = list({id(w): w for w in items}.values())
         return [w for w in items if w.session is not None and same_user(w.session.user, user)]
 
     def __len__(self) -> int:

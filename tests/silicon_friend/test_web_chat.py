@@ -427,6 +427,21 @@ def test_a_page_gradio_ended_but_still_open_keeps_its_temporary_chat_and_its_con
     assert not app.engine.bank.has_user("Emily")
 
 
+def test_a_page_gradio_ended_mid_reply_keeps_its_conversation(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """The likeliest time for the heartbeat to drop is a long reply: the tab went to the orphans
+    and its page got a blank one, so its next message started a new conversation on screen."""
+    app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
+    app.on_load("Emily", ANON)
+    list(steps(app.send("My cat is called Miso.", "Emily", *SLIDERS, ANON)))
+    leave_mid_reply(app, "one two three four five six seven eight", "Emily")
+    deadline = time.monotonic() + 10
+    while len(app.engine.bank.history("Emily")) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    final = list(steps(app.send("and now?", "Emily", *SLIDERS, ANON)))[-1][0]
+    shown = [m["content"] for m in final if "metadata" not in m]
+    assert "My cat is called Miso." in shown and "one two three four five six seven eight" in shown
+
+
 @pytest.mark.parametrize("how", ["remember", "regenerate", "memories", "forget"])
 def test_no_handler_changes_the_user_under_a_reply_being_made(make_engine, how) -> None:  # type: ignore[no-untyped-def]
     app = WebApp(make_engine(EchoChatModel(mode="slow", delay=0.05)))
