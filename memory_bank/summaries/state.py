@@ -96,8 +96,10 @@ def daily_state(bank: MemoryBank, user: str) -> tuple[DayTurns, dict[tuple[Memor
 
 
 def layer_due(layer: Memory | None) -> bool:
-    """Missing or stale. A forgotten (archived) layer that is not stale is done: forgetting must not undo itself."""
-    return layer is None or layer.stale
+    """Missing or stale. A forgotten (archived) layer that is not stale is done: forgetting must
+    not undo itself; a layer the user hid is done until they restore it (remaking it would show
+    it again)."""
+    return layer is None or (layer.stale and not layer.hidden)
 
 
 def due_days(bank: MemoryBank, user: str, today: dt.date | dt.datetime | str | None = None) -> list[str]:

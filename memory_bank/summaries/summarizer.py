@@ -392,7 +392,9 @@ class Summarizer:
     def _summarize_globals(self, user: str, report: SummaryReport, *, dailies_changed: bool) -> None:
         for kind in GLOBAL_KINDS:
             rows = self.bank.memories(user, kinds=(SOURCE_KIND[kind], kind), include_archived=True)
-            existing = next((m for m, _ in rows if m.kind is kind and not m.archived), None)
+            existing = next((m for m, _ in rows if m.kind is kind), None)
+            if existing is not None and existing.hidden:  # hidden by the user: not remade until restored
+                continue
             sources = global_sources([m for m, _ in rows if m.kind is SOURCE_KIND[kind]])
             source = fingerprint(sources)
             if not sources:

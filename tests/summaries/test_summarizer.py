@@ -144,6 +144,23 @@ def test_a_day_whose_turns_were_forgotten_keeps_its_layers_when_remade(make_bank
     assert "Emily_2023-04-27_summary" not in layers(bank) and "TORTOISE" not in bank.profile("Emily")["global_summary"]
 
 
+def test_a_layer_the_user_hid_is_not_remade_until_restored(bank, fake, clock) -> None:  # type: ignore[no-untyped-def]
+    """A hidden global summary counted as missing: the next run wrote over it, unhidden, and it
+    was back in the prompt; a hidden day summary made due by a late turn came back the same way."""
+    add_days(bank)
+    s = Summarizer(bank, fake, "en", config=NO_WAIT)
+    s.summarize_user("Emily")
+    bank.archive("Emily", ["Emily_2023-04-27_summary", "Emily_overall_history"])  # hidden
+    bank.add_turn("Emily", "Also I found a TORTOISE.", "Wow!", at="2023-04-27T23:00")
+    s.summarize_user("Emily")
+    shown = layers(bank)
+    assert shown["Emily_overall_history"].hidden and shown["Emily_2023-04-27_summary"].hidden
+    assert bank.profile("Emily")["global_summary"] == ""
+    bank.restore("Emily", ["Emily_overall_history", "Emily_2023-04-27_summary"])
+    s.summarize_user("Emily")  # restored: made again from what the days hold now
+    assert "TORTOISE" in bank.profile("Emily")["global_summary"]
+
+
 def test_retries_back_off_after_errors_and_at_once_after_junk(bank) -> None:  # type: ignore[no-untyped-def]
     add_days(bank, days={"2023-04-27": ["I adopted MISO."]})
     waits: list[float] = []
