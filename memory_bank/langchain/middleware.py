@@ -41,7 +41,7 @@ import itertools
 import json
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import TYPE_CHECKING, Annotated, Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
@@ -118,6 +118,16 @@ def _shown_pairs(messages: Sequence[BaseMessage]) -> set[tuple[str, str]]:
             if reply is not None:
                 pairs.add((str(message.text), reply))
     return pairs
+
+
+def _shown_here(memory: Memory, thread: str | None) -> bool:
+    """Whether ``memory``, a turn stored under the id of a message this thread shows, is that
+    message: said in this thread (or thread-less, where a conversation has no other name), not
+    another thread's message that happens to share its id (clients that number per thread)."""
+    stored_in = memory.extra.get(_THREAD)
+    if thread is None:
+        return stored_in is None or str(stored_in).startswith("said:")
+    return stored_in is None or stored_in == thread
 
 
 def _until_next_human(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
@@ -350,7 +360,7 @@ class MemoryBankMiddleware(AgentMiddleware[MemoryBankState, Any]):
         *,
         bank: MemoryBank | None = None,
         exclude: Sequence[BaseMessage] = (),
-        exclude_ids: Sequence[str] = (),
+        exclude_ids: Collection[str] = (),
     ) -> str:
         """The memory block for ``query``: related memories with dates, portrait, event summary.
 
@@ -363,14 +373,16 @@ class MemoryBankMiddleware(AgentMiddleware[MemoryBankState, Any]):
         memories = ""
         if query.strip():
             humans = [m for m in exclude if isinstance(m, HumanMessage)]
-            skip_ids = ({turn_memory_id(m) for m in humans} | set(exclude_ids)) - {None}
+            thread_ids = {turn_memory_id(m) for m in humans} - {None}  # this thread's: not another's
+            thread = _thread_id()
             shown = _shown_pairs(exclude)
             k = self.k or bank.config.retrieval.top_k
-            results = bank.search(user, query, k=k + len(skip_ids) + len(shown))
+            results = bank.search(user, query, k=k + len(thread_ids) + len(exclude_ids) + len(shown))
             results = [
                 r
                 for r in results
-                if r.memory.memory_id not in skip_ids
+                if r.memory.memory_id not in exclude_ids
+                and not (r.memory.memory_id in thread_ids and _shown_here(r.memory, thread))
                 and ((r.memory.query or ""), (r.memory.response or "")) not in shown
             ][:k]
             if self.reinforce and results:
@@ -431,7 +443,9 @@ class MemoryBankMiddleware(AgentMiddleware[MemoryBankState, Any]):
         memory = None
         for human, thread, said in pending:
             try:
-                memory = self._store(bank, user, human, "", thread, said, early=True)
+                memory = self._retried(bank, user, human, thread) or self._store(
+                    bank, user, human, "", thread, said, early=True
+                )
             except MemoryDeletedError as e:  # a replay or regeneration of a turn the user deleted
                 logger.info("turn %s was deleted on %s; not stored again", e.memory_id, e.deleted_on)
                 continue
@@ -469,11 +483,18 @@ class MemoryBankMiddleware(AgentMiddleware[MemoryBankState, Any]):
                 logger.warning("the agent gave no answer; the user's message is stored without one")
                 reply = ""
         bank, user = self.resolve_bank(runtime), self.resolve_user(runtime)
+        # What the run's start stored, by message: finished under the id it was stored by (a
+        # thread-less conversation's key may have changed since: a summary folded its messages)
+        started = {(r[0], r[1]): r for r in state.get(_STORED) or []}  # type: ignore[attr-defined]
         memory = None
         for human, thread, said in pending:
             last = human is pending[-1][0]
+            response = reply if last else ""
             try:
-                memory = self._store(bank, user, human, reply if last else "", thread, said)
+                record = started.get((human.id, human.text))
+                memory = (
+                    self._finish(bank, user, record[4], human, response) if record else None
+                ) or self._store(bank, user, human, response, thread, record[3] if record else said)
             except MemoryDeletedError as e:  # a replay or regeneration of a turn the user deleted
                 logger.info("turn %s was deleted on %s; not stored again", e.memory_id, e.deleted_on)
             except InvalidInputError as e:  # (the message was stored before the model was asked)
@@ -481,6 +502,44 @@ class MemoryBankMiddleware(AgentMiddleware[MemoryBankState, Any]):
         if self.summarizer is not None and memory is not None:
             self.summarizer.on_turn(user, memory.date)  # queues the finished days; never raises
         return None
+
+    @staticmethod
+    def _retried(bank: MemoryBank, user: str, human: BaseMessage, thread: str | None) -> Memory | None:
+        """The reply-less turn a failed run of this very message stored, when the message comes
+        again under another id (an app that sends messages without ids: LangGraph gives each
+        run new ones): the user's latest turn of today, with the same words and no reply, as
+        this middleware wrote it, in the same thread (or thread-less too). ``None`` otherwise."""
+        memory_id = turn_memory_id(human)
+        rec = bank.find_user(user)
+        if rec is None or memory_id is None or bank.storage.memories_by_ids(rec.id, [memory_id]):
+            return None
+        last = bank.storage.last_turn(rec.id, bank.clock().date().isoformat())
+        if last is None or last.query != human.text or last.response:
+            return None
+        if last.extra.get(_WRITTEN) != _digest(human.text, "") or not str(last.memory_id).startswith("lc:"):
+            return None
+        stored_in = last.extra.get(_THREAD)
+        same = stored_in == thread if thread is not None else str(stored_in or "").startswith("said:")
+        return last if same else None
+
+    @staticmethod
+    def _finish(
+        bank: MemoryBank, user: str, memory_id: str, human: BaseMessage, response: str
+    ) -> Memory | None:
+        """The turn the run's start stored as ``memory_id``, given ``response``; ``None`` where it
+        is no longer that (deleted, or changed since): then :meth:`_store` decides."""
+        rec = bank.find_user(user)
+        found = bank.storage.memories_by_ids(rec.id, [memory_id]) if rec is not None else []
+        if not found or found[0].query != human.text:
+            return None
+        memory = found[0]
+        if memory.response == response or (not response and memory.response):
+            return memory  # done already (a replay), or an earlier message keeps its reply
+        if memory.response or memory.extra.get(_WRITTEN) != _digest(human.text, ""):
+            return None  # answered before (a regeneration) or edited since: the usual rules
+        return bank.complete_turn(
+            user, memory.memory_id, response, extra={**memory.extra, _WRITTEN: _digest(human.text, response)}
+        )
 
     @staticmethod
     def _store(

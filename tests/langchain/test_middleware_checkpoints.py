@@ -553,3 +553,47 @@ def test_a_message_edited_in_place_gets_the_memories_of_its_new_words(bank: Memo
     agent.invoke({"messages": [HumanMessage("Where does my sister live?", id="m1")]})  # edited, same id
     block = model.system_texts()[-1]
     assert "Lisbon" in block and "Miso" not in block  # not the block of the words it replaced
+
+
+def test_a_retried_message_without_ids_is_stored_once_and_not_shown_itself(bank: MemoryBank) -> None:
+    """An app that sends messages without ids gets new ones from LangGraph on every run: the
+    copy a failed run stored stayed beside the retried turn, and was in the retry's own block."""
+    model = _fails_first(recording_model("Lyon is lovely."))
+    agent = create_agent(model, middleware=[MemoryBankMiddleware(bank, "Emily")])
+    text = "My sister Anna is moving to Lyon next week."
+    with pytest.raises(TimeoutError):
+        _say(agent, text, {})
+    _say(agent, text, {})  # the app retries
+    assert [(t.query, t.response) for t in bank.history("Emily")] == [(text, "Lyon is lovely.")]
+    assert "Anna" not in model.system_texts()[-1]
+
+
+def test_a_thread_less_message_summarised_during_its_run_is_stored_once(bank: MemoryBank) -> None:
+    """The run's start keyed the conversation by its earlier messages; a summary folded them away
+    and the end of the run took the message for another conversation's, storing it again."""
+    from langchain.agents.middleware import SummarizationMiddleware
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+    from langchain_core.messages import AIMessage
+
+    summarising = SummarizationMiddleware(
+        model=FakeListChatModel(responses=["(summary)"] * 10), trigger=("messages", 6), keep=("messages", 2)
+    )
+    agent = create_agent(recording_model("Noted, Lyon it is."), middleware=[summarising, MemoryBankMiddleware(bank, "Emily")])
+    history: list[Any] = []
+    for i in range(3):
+        history += [HumanMessage(f"Old message number {i}", id=f"h{i}"), AIMessage(f"Reply {i}", id=f"a{i}")]
+    agent.invoke({"messages": [*history, HumanMessage("My sister Anna lives in Lyon.", id="h3")]})
+    assert [(t.query, t.response) for t in bank.history("Emily") if "Anna" in t.query] == [
+        ("My sister Anna lives in Lyon.", "Noted, Lyon it is.")
+    ]
+
+
+def test_another_threads_turn_with_the_same_message_id_reaches_the_block(bank: MemoryBank, clock: Any) -> None:
+    """A client numbering messages per thread: thread t2's message "1" left thread t1's turn
+    lc:1 out of t2's block, as if t2 showed it."""
+    model = recording_model("Lovely name!", "Your cat is Miso.")
+    agent = create_agent(model, middleware=[MemoryBankMiddleware(bank, "Emily")], checkpointer=InMemorySaver())
+    agent.invoke({"messages": [HumanMessage("My cat is called Miso.", id="1")]}, _thread("t1"))
+    clock.advance(days=1)
+    agent.invoke({"messages": [HumanMessage("What is my cat called?", id="1")]}, _thread("t2"))
+    assert "My cat is called Miso." in model.system_texts()[-1]
