@@ -46,7 +46,7 @@ from memory_bank.dense_codes import MIN_TRAIN, DenseCodes
 from memory_bank.dense_lists import DenseLists
 from memory_bank.lexical_snapshot import LexicalSnapshot
 from memory_bank.stores import VectorBatch
-from memory_bank.text import is_question, tokenize
+from memory_bank.text import is_question, mend, tokenize
 from memory_bank.topk import stable_top, top_positive
 from memory_bank.turn_keys import TurnKeys
 from memory_bank.vector_blocks import SEAL_MIN
@@ -467,8 +467,12 @@ class LexicalIndex:
 
     def query(self, query_tokens: Sequence[str]) -> Bm25Query:
         """BM25 of ``query_tokens`` over this index as it is now: the best positions, the best
-        score and the scores of any positions (see :mod:`memory_bank.bm25`)."""
-        return Bm25Query(self, query_tokens)
+        score and the scores of any positions (see :mod:`memory_bank.bm25`). A query word the
+        index does not hold is read as the known word(s) it was probably meant as, where there
+        are any (:func:`memory_bank.text.mend`: a typo, two words run together)."""
+        vocab = self._vocab
+        tokens = [m for t in query_tokens for m in ([t] if t in vocab else (mend(t, vocab) or [t]))]
+        return Bm25Query(self, tokens)
 
 
 class Partition:

@@ -23,7 +23,8 @@ import functools
 import itertools
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 
 from memory_bank.errors import InvalidInputError
 
@@ -326,6 +327,45 @@ def _cjk_tokens(run: str) -> tuple[str, ...]:
         out.extend(c for c in seg if c not in _ZH_STOP)
         out.extend(a + b for a, b in itertools.pairwise(seg) if not (a in _ZH_STOP and b in _ZH_STOP))
     return tuple(out)
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+_STEMMED = ("ing", "ies", "ed", "es", "s")  # the endings _stem takes off
+#: Shortest word a typo is looked for in: a shorter one is one edit away from too many others.
+MEND_MIN_LENGTH = 5
+
+
+def _one_edit(word: str) -> Iterator[list[str]]:
+    """The words one edit away from ``word``, a kind of edit at a time, the likeliest typos
+    first: two letters swapped, a letter doubled or extra, a letter mistyped, a letter left out."""
+    cut = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    yield [a + b[1] + b[0] + b[2:] for a, b in cut if len(b) > 1 and b[0] != b[1]]
+    yield [a + b[1:] for a, b in cut if b]
+    yield [a + c + b[1:] for a, b in cut if b for c in _LETTERS if c != b[0]]
+    yield [a + c + b for a, b in cut for c in _LETTERS]
+
+
+def mend(token: str, known: Mapping[str, object] | AbstractSet[str]) -> list[str]:
+    """Tokens of ``known`` (an index's vocabulary) that a query token it does not hold was
+    probably meant as: a Latin word one typing slip away ("sisetr", "lisbno": the kind of edit
+    that finds any, likeliest first), or two known words run together ("mysister"). ``[]`` when
+    none is found, or for a number, a CJK token or a word under :data:`MEND_MIN_LENGTH` letters.
+    A search looks for a query's unknown words this way (:meth:`LexicalIndex.query`)."""
+    if len(token) < MEND_MIN_LENGTH or not token.isascii() or not token.isalpha():
+        return []
+    keys = known.keys() if isinstance(known, Mapping) else known
+    for kind, edits in enumerate(_one_edit(token)):
+        # A slip that broke an ending ("hikign") is known by its stem: looked for among the
+        # swaps and the extra letters (few), not among the hundreds of other edits.
+        stems = {_stem(e) for e in edits if e.endswith(_STEMMED)} if kind < 2 else set()
+        found = (keys & set(edits)) | (keys & stems)  # (set operations: an edit a lookup, in C)
+        if found:
+            return sorted(found)
+    for i in range(2, len(token) - 1):  # known words (of three letters or more) and stop words
+        words = [w for w in (_word_token(token[:i]), _word_token(token[i:])) if w is not None]
+        if words and all(len(w) >= 3 and w in known for w in words):
+            return words
+    return []
 
 
 def _number_token(run: str) -> str:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from memory_bank.index import LexicalIndex
-from memory_bank.text import tokenize
+from memory_bank.text import mend, tokenize
 
 
 @pytest.mark.parametrize(
@@ -47,6 +47,27 @@ def test_numbers_keep_their_value() -> None:
     assert "1200" in tokenize("it cost 1,200 yuan")  # a thousands separator
     assert "3.5" in tokenize("我跑了3.5公里")  # a decimal stays whole
     assert "2023" in tokenize("2023年5月4日") and "4" in tokenize("2023年5月4日")
+
+
+def test_a_query_word_with_a_typing_slip_finds_the_word_it_meant() -> None:
+    """A swapped, doubled, mistyped or missing letter, or two words run together, matched
+    nothing by words ("2 typos" on unseen questions: hit@3 53% against 73% as written)."""
+    lex = LexicalIndex()
+    lex.add(["My sister Hannah moved to Lisbon.", "We went hiking near Tokyo at night.", "I like tea."])
+    for query, want in (
+        ("Where does my sisetr live?", 0),  # two letters swapped
+        ("Where did Hannah move, lisbno?", 0),
+        ("Where did we go hikign?", 1),  # a swap that broke the word's ending
+        ("What about tokyonight?", 1),  # two words run together
+        ("Where does mysister live?", 0),  # a stop word and a word
+        ("sistr", 0),  # a letter left out
+        ("sisster", 0),  # a letter doubled
+    ):
+        scores = lex.score_array(lex.query(tokenize(query)).tokens)
+        assert int(np.argmax(scores)) == want and scores[want] > 0, query
+    assert mend("sisetr", {"sister": 0}) == ["sister"] and mend("tea", {"sea": 0}) == []  # short words: too many near
+    assert mend("whereabouts", {"where": 0}) == []  # a stop word alone is no match
+    assert mend("12345", {"12346": 0}) == [] and mend("姐姐", {"姐": 0}) == []
 
 
 def test_a_number_written_in_groups_finds_it_written_together() -> None:
