@@ -12,7 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -283,78 +283,35 @@ async def test_tool_errors_name_the_tools_own_arguments_and_bad_dates_are_refuse
         assert not good.is_error
 
 
-async def test_session_owners_fail_closed_when_forgotten_and_go_with_a_delete(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Owners were forgotten oldest-opened first, used or not, and never on a DELETE: after enough
-    other sessions, any valid token could speak in, or end, a session whose owner was forgotten."""
-    import memory_bank.mcp_server as mcp_server
-    from memory_bank.mcp_server import Users, http_app
+class _FakeSDK:
+    """The MCP SDK's streamable-HTTP app, faked: it opens a session (``s0``, ``s1``...) for a
+    request without one, and records the DELETEs it is given (by the first session header, as
+    the SDK reads it)."""
 
-    opened: list[str] = []
+    def __init__(self) -> None:
+        self.opened: list[str] = []
+        self.ended: list[bytes] = []
 
-    async def inner(scope: dict[str, Any], receive: Any, send: Any) -> None:  # the SDK's app, faked
-        headers = dict(scope["headers"])
-        extra = []
-        if b"mcp-session-id" not in headers:
-            opened.append(f"s{len(opened)}")
-            extra = [(b"mcp-session-id", opened[-1].encode())]
-        await send({"type": "http.response.start", "status": 200, "headers": extra})
-        await send({"type": "http.response.body", "body": b"{}"})
+    def streamable_http_app(self, **_: Any) -> Any:
+        return self.app
 
-    class Server:
-        def streamable_http_app(self, **_: Any) -> Any:
-            return inner
-
-    monkeypatch.setattr(mcp_server, "MAX_SESSIONS", 2)
-    alice, bob = "a" * 32, "b" * 32
-    app = http_app(Server(), Users(tokens={alice: "Alice", bob: "Bob"}), 8765)  # type: ignore[arg-type]
-
-    async def call(token: str, session: str | None = None, method: str = "POST") -> int:
-        headers = [(b"authorization", f"Bearer {token}".encode())]
-        headers += [(b"mcp-session-id", session.encode())] if session else []
-        sent: list[dict[str, Any]] = []
-
-        async def send(message: dict[str, Any]) -> None:
-            sent.append(message)
-
-        await app({"type": "http", "method": method, "headers": headers}, None, send)
-        return int(sent[0]["status"])
-
-    assert await call(alice) == 200 and opened == ["s0"]
-    for _ in range(2):
-        assert await call(bob) == 200  # Bob opens sessions until Alice's owner record is dropped
-    assert await call(bob, "s0") == 404 and await call(bob, "s0", "DELETE") == 404  # fails closed
-    assert await call(bob, "s2") == 200 and await call(bob, "s2", "DELETE") == 200
-    assert await call(bob, "s2") == 404  # its owner record went with the DELETE
-
-
-async def test_one_token_cannot_push_out_anothers_sessions_or_send_a_header_twice(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A client opening sessions in a loop forgot every other client's (they failed closed), and
-    a second mcp-session-id header was checked while the SDK used the first: any token could end
-    another client's session."""
-    import memory_bank.mcp_server as mcp_server
-    from memory_bank.mcp_server import Users, http_app
-
-    opened: list[str] = []
-    ended: list[bytes] = []
-
-    async def inner(scope: dict[str, Any], receive: Any, send: Any) -> None:  # the SDK's app, faked
-        first = [v for k, v in scope["headers"] if k == b"mcp-session-id"]  # the SDK reads the first
+    async def app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        first = [v for k, v in scope["headers"] if k == b"mcp-session-id"]
         extra = []
         if not first:
-            opened.append(f"s{len(opened)}")
-            extra = [(b"mcp-session-id", opened[-1].encode())]
+            self.opened.append(f"s{len(self.opened)}")
+            extra = [(b"mcp-session-id", self.opened[-1].encode())]
         elif scope["method"] == "DELETE":
-            ended.append(first[0])
+            self.ended.append(first[0])
         await send({"type": "http.response.start", "status": 200, "headers": extra})
         await send({"type": "http.response.body", "body": b"{}"})
 
-    class Server:
-        def streamable_http_app(self, **_: Any) -> Any:
-            return inner
 
-    monkeypatch.setattr(mcp_server, "MAX_SESSIONS_PER_TOKEN", 2)
-    alice, bob = "a" * 32, "b" * 32
-    app = http_app(Server(), Users(tokens={alice: "Alice", bob: "Bob"}), 8765)  # type: ignore[arg-type]
+def _guarded(sdk: _FakeSDK, tokens: dict[str, str]) -> Callable[..., Awaitable[int]]:
+    """``call(token, *session_ids, method="POST")``: the HTTP status ``http_app`` answers."""
+    from memory_bank.mcp_server import Users, http_app
+
+    app = http_app(sdk, Users(tokens=tokens), 8765)  # type: ignore[arg-type]
 
     async def call(token: str, *sessions: str, method: str = "POST") -> int:
         headers = [(b"authorization", f"Bearer {token}".encode())]
@@ -367,10 +324,41 @@ async def test_one_token_cannot_push_out_anothers_sessions_or_send_a_header_twic
         await app({"type": "http", "method": method, "headers": headers}, None, send)
         return int(sent[0]["status"])
 
-    assert await call(alice) == 200 and opened == ["s0"]
+    return call
+
+
+def _alice_and_bob(monkeypatch: pytest.MonkeyPatch, **limits: int) -> tuple[_FakeSDK, Callable[..., Awaitable[int]], str, str]:
+    """The fake SDK behind ``http_app`` with the session ``limits`` given, and two tokens."""
+    import memory_bank.mcp_server as mcp_server
+
+    for name, value in limits.items():
+        monkeypatch.setattr(mcp_server, name, value)
+    alice, bob = "a" * 32, "b" * 32
+    sdk = _FakeSDK()
+    return sdk, _guarded(sdk, {alice: "Alice", bob: "Bob"}), alice, bob
+
+
+async def test_session_owners_fail_closed_when_forgotten_and_go_with_a_delete(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Owners were forgotten oldest-opened first, used or not, and never on a DELETE: after enough
+    other sessions, any valid token could speak in, or end, a session whose owner was forgotten."""
+    sdk, call, alice, bob = _alice_and_bob(monkeypatch, MAX_SESSIONS=2)
+    assert await call(alice) == 200 and sdk.opened == ["s0"]
+    for _ in range(2):
+        assert await call(bob) == 200  # Bob opens sessions until Alice's owner record is dropped
+    assert await call(bob, "s0") == 404 and await call(bob, "s0", method="DELETE") == 404  # fails closed
+    assert await call(bob, "s2") == 200 and await call(bob, "s2", method="DELETE") == 200
+    assert await call(bob, "s2") == 404  # its owner record went with the DELETE
+
+
+async def test_one_token_cannot_push_out_anothers_sessions_or_send_a_header_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client opening sessions in a loop forgot every other client's (they failed closed), and
+    a second mcp-session-id header was checked while the SDK used the first: any token could end
+    another client's session."""
+    sdk, call, alice, bob = _alice_and_bob(monkeypatch, MAX_SESSIONS_PER_TOKEN=2)
+    assert await call(alice) == 200 and sdk.opened == ["s0"]
     for _ in range(5):
         assert await call(bob) == 200
     assert await call(alice, "s0") == 200  # Bob's flood forgot Bob's own oldest, not Alice's
     assert await call(bob, "s1") == 404 and await call(bob, "s5") == 200
-    assert await call(bob, "s0", "s5", method="DELETE") == 400 and ended == []
+    assert await call(bob, "s0", "s5", method="DELETE") == 400 and sdk.ended == []
     assert await call(alice, "s0") == 200
