@@ -98,6 +98,10 @@ class ChatSettings:
         return dataclasses.replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
+#: The mark of a memory the user added by hand (the memory view's "add"), not said in a chat.
+ADDED_BY_HAND = "added_by_hand"
+
+
 @dataclasses.dataclass(frozen=True)
 class UsedMemory:
     """A memory the prompt of a reply carried: what the user sees under "memories used"."""
@@ -290,10 +294,13 @@ class SiliconFriend:
 
     def resume(self, session: Session, turns: int) -> None:
         """Show the user's last ``turns`` stored turns as the conversation (after a page reload
-        the chat picks up where it was); they are also the prompt's recent dialog."""
+        the chat picks up where it was); they are also the prompt's recent dialog. A note the
+        user added by hand in the memory view (:data:`ADDED_BY_HAND`) was not said in the chat:
+        it is not shown as a message left without a reply."""
         if turns <= 0 or not self.bank.has_user(session.user):
             return
-        stored = self.bank.history(session.user)[-turns:]
+        said = [m for m in self.bank.history(session.user) if not m.extra.get(ADDED_BY_HAND)]
+        stored = said[-turns:]
         with session.lock:
             session.turns = [
                 Turn(

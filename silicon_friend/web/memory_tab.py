@@ -32,6 +32,7 @@ import gradio as gr
 from memory_bank.errors import MemoryBankError, MemoryNotFoundError
 from memory_bank.records import Memory, MemoryKind
 from memory_bank.text import same_user
+from silicon_friend.engine import ADDED_BY_HAND
 from silicon_friend.memories import retention_figure
 from silicon_friend.memory_view import (
     KINDS,
@@ -326,7 +327,7 @@ class MemoryTab:
         if memory is None:
             hidden = gr.update(value="", visible=False)
             return gr.update(visible=False), "", gr.update(value=""), hidden, gr.update(visible=False)
-        turn = memory.kind is MemoryKind.TURN and not memory.extra.get("added_by_hand")  # a note has no reply
+        turn = memory.kind is MemoryKind.TURN and not memory.extra.get(ADDED_BY_HAND)  # a note has no reply
         return (
             gr.update(visible=True),
             self._detail(user, memory, t),
@@ -536,7 +537,7 @@ class MemoryTab:
 
     def _add(self, user: str, view: TabView, value: str, request: gr.Request) -> bool:
         memory = self.bank.add_turn(
-            user, (value or "").strip(), "", extra={"added_by_hand": True}, standalone=True
+            user, (value or "").strip(), "", extra={ADDED_BY_HAND: True}, standalone=True
         )
         view.selected = memory.memory_id
         self.app._info(self._mt(request).added.format(text=excerpt(memory.text, 60)), request)

@@ -382,3 +382,7 @@ def test_a_note_added_by_hand_has_no_reply_box(forgetting_bank) -> None:  # type
     app.memory_tab.handlers()["add"]("Ann", "My PIN hint is the year we met.", *FORM, ANN)
     [note] = [m for m in bank.history("Ann") if m.query == "My PIN hint is the year we met."]
     assert note.context is None
+    # nor is it shown after a reload as a message of the chat left without a reply
+    _, _, chat = app.on_load("Ann", gr.Request(session_hash="reloaded"))
+    said = [m["content"] for m in chat if "metadata" not in m]
+    assert "I love sailing." in said and "My PIN hint is the year we met." not in said
