@@ -325,9 +325,11 @@ class SiliconFriend:
 
     def store_unsaved(self, session: Session) -> bool:
         """Try once more to store the turns of ``session`` the store could not take (a front end
-        about to close); whether every turn is stored now."""
+        about to close); whether every turn is stored now. A conversation whose user asked to
+        be forgotten stores nothing (it would bring the user back)."""
         with session.lock:
-            self._save_earlier(session, None)
+            if not session.ended:
+                self._save_earlier(session, None)
             return not any(turn.unsaved for turn in session.turns)
 
     def stop(self, session: Session) -> None:

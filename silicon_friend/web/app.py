@@ -269,35 +269,40 @@ class WebApp:
             return tab.session
         raise Refused(self._texts_of(tab).wait_to_switch)
 
-    def _open(self, tab: WebSession, user: str) -> Session:
+    def _open(self, tab: WebSession, user: str, request: gr.Request | None) -> Session:
         """A new session of ``user`` in ``tab``, showing their recent conversation (the tab's
-        own while a reply of it is being made, see :meth:`_kept`). When the sign-in queues
-        summaries (unsummarised days, e.g. just imported), the tab follows that run from its
-        start, so a failure in it raises a toast here."""
+        own while a reply of it is being made, see :meth:`_kept`), and the turns the store could
+        not take in the user's closed pages (a reload) or in the tab's previous session. When
+        the sign-in queues summaries (unsummarised days, e.g. just imported), the tab follows
+        that run from its start, so a failure in it raises a toast here."""
         kept = self._kept(tab, user)
         if kept is not None:
             return kept
         before = self.engine.summary_status(user)
-        old = tab.session
+        earlier = [*self.sessions.closed_with_unsaved(request, user), *([tab.session] if tab.session else [])]
+        for session in earlier:  # stored now if the store takes them: the conversation shows them
+            self.engine.store_unsaved(session)
         tab.session = self.engine.start(user)
         after = self.engine.summary_status(user)
         if before is not None and after is not None and after.version != before.version:
             tab.summary_seen = (tab.session.user, before.version, "")
         tab.session.temporary = tab.temporary
         self.engine.resume(tab.session, self.engine.settings.history_turns)
-        self._carry_unsaved(old, tab.session)
+        for session in earlier:
+            self._carry_unsaved(session, tab.session)
         return tab.session
 
     def _carry_unsaved(self, old: Session | None, new: Session) -> None:
-        """Turns of ``old`` the store could not take are stored now if they can be; those still
-        unsaved stay on screen in ``new`` (the same user signing in again) to be stored with the
-        next message. A new session used to drop them, though the page had said they would be
-        saved with the next message."""
-        if old is None or old is new or not any(t.unsaved for t in old.turns):
+        """Turns of ``old`` the store could not take (tried again by the caller) move to ``new``
+        (the same user signing in again, or reloading the page), to stay on screen and be
+        stored with the next message. A new session used to drop them, though the page had
+        said they would be saved with the next message."""
+        if old is None or old is new:
             return
-        self.engine.store_unsaved(old)
         left = [t for t in old.turns if t.unsaved]
         if left and same_user(old.user, new.user) and not old.ended:
+            with old.lock:  # moved, not copied: only one session tries them again
+                old.turns[:] = [t for t in old.turns if not t.unsaved]
             with new.lock:
                 new.turns.extend(left)
         elif left:
@@ -310,6 +315,8 @@ class WebApp:
         if tab.session is None or not same_user(tab.session.user, user):
             self._kept(tab, user)  # refused while a reply of another user is being made
             old = tab.session
+            if old is not None:
+                self.engine.store_unsaved(old)
             tab.session = self.engine.start(user)
             tab.session.temporary = tab.temporary
             self._carry_unsaved(old, tab.session)
@@ -457,7 +464,7 @@ class WebApp:
         self._await_encoder(request, progress)
         tab = self._tab(request)
         try:
-            session = self._open(tab, user)
+            session = self._open(tab, user, request)
         except Refused as e:
             self._warn(str(e), request)
             return gr.update(), gr.update(), gr.update(), gr.update()
@@ -504,7 +511,7 @@ class WebApp:
             if tab.session is None:  # a reload while a reply was being made takes its tab over
                 adopted = self.sessions.adopt(request, user)
                 tab = adopted if adopted is not None and adopted.session is not None else tab
-            session = tab.session if tab.session is not None else self._open(tab, user)
+            session = tab.session if tab.session is not None else self._open(tab, user, request)
             locked = gr.update(value=session.user, interactive=False)
             tab.loaded_at = tab.changes()
             return locked, self._welcome(session, t, reloaded=True), self._render_tab(request)
@@ -518,7 +525,7 @@ class WebApp:
         if adopted is not None and adopted.session is not None:
             session, tab = adopted.session, adopted
         elif self.engine.bank.has_user(user):
-            session = self._open(tab, user)
+            session = self._open(tab, user, request)
         else:  # forgotten meanwhile, or never stored a turn
             return gr.update(), loading, gr.update()
         tab.loaded_at = tab.changes()

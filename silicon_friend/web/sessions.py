@@ -356,6 +356,21 @@ class SessionRegistry:
                     return item
         return None
 
+    def closed_with_unsaved(self, request: Any, user: str) -> list[Session]:
+        """The conversations of ``user``'s closed pages (same login, no reply being made) that
+        hold turns the store could not take: a reload of the page takes them over."""
+        key = self.key(request)
+        with self._lock:
+            tabs = [w for k, w in self._closed.items() if k[0] == key[0] and k != key]
+        return [
+            w.session
+            for w in tabs
+            if w.session is not None
+            and not w.busy()
+            and same_user(w.session.user, user)
+            and any(t.unsaved for t in w.session.turns)
+        ]
+
     def busy(self) -> list[WebSession]:
         """Every tab with a reply being made or waiting, closed ones included (each once)."""
         with self._lock:

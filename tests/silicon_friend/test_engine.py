@@ -503,6 +503,17 @@ def test_a_turn_the_store_refuses_for_its_content_does_not_hold_up_the_others(en
     assert [m.query for m in bank.history("Emily")] == ["one", "two"]
 
 
+def test_a_forgotten_users_unsaved_turn_is_never_stored(engine: SiliconFriend, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The last try to store unsaved turns (a front end closing, a reload) would bring back a
+    user who asked to be forgotten."""
+    disk = FullDisk(engine.bank, monkeypatch)
+    session = engine.start("Emily")
+    engine.reply(session, "My sister Ana moved to Lisbon.")
+    disk.on = False
+    session.ended = True  # "Forget me" (the user had nothing stored)
+    assert not engine.store_unsaved(session) and not engine.bank.has_user("Emily")
+
+
 def test_new_conversation_stores_or_keeps_a_turn_the_store_could_not_take(engine: SiliconFriend, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     bank = engine.bank
     disk = FullDisk(bank, monkeypatch)

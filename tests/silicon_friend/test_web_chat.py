@@ -408,6 +408,34 @@ def test_two_quick_reloads_leave_the_reply_to_the_last_page(make_engine) -> None
     assert [m["content"] for m in final if "metadata" not in m][-1] == "Echo: one two three four five six seven"
 
 
+def test_a_message_the_store_could_not_take_survives_a_reload(engine, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The page says an unsaved message is saved with the next one; a reload is a new tab, and
+    the closed tab's unsaved turn was never tried again (until the app stopped, if then)."""
+    from tests.silicon_friend.fakes import FullDisk
+
+    bank = engine.bank
+    full = FullDisk(bank, monkeypatch, on=False)
+    app = WebApp(engine)
+    list(steps(app.send("Hello there", "Emily", *SLIDERS, ANON)))
+    full.on = True
+    list(steps(app.send("My sister Ana moved to Lisbon.", "Emily", *SLIDERS, ANON)))
+    app.on_unload(ANON)
+    reloaded = gr.Request(session_hash="reloaded")
+    _, _, chat = app.on_load("Emily", reloaded)  # the disk still full: on screen, unsaved
+    assert "My sister Ana moved to Lisbon." in [m["content"] for m in chat]
+    full.on = False
+    list(steps(app.send("Still there?", "Emily", *SLIDERS, reloaded)))
+    assert [m.query for m in bank.history("Emily")] == ["Hello there", "My sister Ana moved to Lisbon.", "Still there?"]
+    full.on = True
+    list(steps(app.send("One more thing.", "Emily", *SLIDERS, reloaded)))
+    app.on_unload(reloaded)
+    full.on = False  # space freed before the next reload: stored by it, and shown as stored
+    _, _, chat = app.on_load("Emily", gr.Request(session_hash="again"))
+    assert [m.query for m in bank.history("Emily")][-1] == "One more thing."
+    assert "One more thing." in [m["content"] for m in chat]
+    assert app.finish(timeout=5) and [m.query for m in bank.history("Emily")].count("One more thing.") == 1
+
+
 def test_a_page_gradio_ended_but_still_open_keeps_its_temporary_chat_and_its_conversation(make_engine) -> None:  # type: ignore[no-untyped-def]
     """Gradio ends a page whose heartbeat dropped (a network blip, a laptop asleep) while the
     page stays open and sends on: each of its events got a fresh tab, so a temporary chat's
