@@ -31,7 +31,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from collections.abc import Set as AbstractSet
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -80,6 +81,20 @@ def tcp_port(value: str) -> int:
     if not 1 <= port <= 65535:
         raise ValueError(value)
     return port
+
+
+def repeated_header(headers: Iterable[tuple[bytes, bytes]], once: AbstractSet[str]) -> str | None:
+    """The first header of ``once`` (lower-case names) that ASGI ``headers`` send more than
+    once, or ``None``. The servers (``memorybank mcp``, the web app) refuse such a request: a
+    check that reads one copy and a framework that reads the other would disagree."""
+    seen: set[str] = set()
+    for key, _value in headers:
+        name = key.decode("latin-1").lower()
+        if name in once:
+            if name in seen:
+                return name
+            seen.add(name)
+    return None
 
 
 def open_bank(args: argparse.Namespace, *, create: bool = False) -> MemoryBank:

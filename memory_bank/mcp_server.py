@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memory_bank.bank import MemoryBank
+from memory_bank.cli_support import repeated_header
 from memory_bank.errors import InvalidInputError, MemoryBankError
 from memory_bank.records import RETRIEVABLE_KINDS, Memory
 from memory_bank.text import parse_day, validate_user
@@ -243,11 +244,10 @@ def http_app(server: "MCPServer", users: Users, port: int) -> Any:
         if scope["type"] != "http":
             await inner(scope, receive, send)
             return
-        names = [k.decode("latin-1").lower() for k, _v in scope.get("headers", [])]
-        repeated = sorted({n for n in names if n in SINGLE_HEADERS and names.count(n) > 1})
-        if repeated:
+        repeated = repeated_header(scope.get("headers", []), SINGLE_HEADERS)
+        if repeated is not None:
             await refuse(
-                send, 400, json.dumps({"error": f"the {repeated[0]} header is sent twice"}).encode(), []
+                send, 400, json.dumps({"error": f"the {repeated} header is sent twice"}).encode(), []
             )
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}

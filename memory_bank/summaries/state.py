@@ -50,12 +50,12 @@ def fingerprint(items: Sequence[tuple[str, str]]) -> str:
     return h.hexdigest()[:16]
 
 
-def day_turns(bank: MemoryBank, user: str, day: str) -> list[Memory]:
-    """The turns of ``user`` on ``day`` that a day summary is made from: every turn the user has
+def day_turns(bank: MemoryBank, user_id: int, day: str) -> list[Memory]:
+    """The turns of the user ``user_id`` on ``day`` that a day summary is made from: every turn the user has
     not hidden. Forgotten ones count: forgetting moves a memory to the cold tier, and a summary
     remade later (a late turn, a failed run) must not lose what the curve forgot, nor delete the
     day's layers once every turn of the day is forgotten."""
-    rows = bank.storage.memories(bank.user(user).id, [MemoryKind.TURN], include_archived=True, date=day)
+    rows = bank.storage.memories(user_id, [MemoryKind.TURN], include_archived=True, date=day)
     return [m for m in rows if not m.hidden]
 
 
@@ -66,8 +66,8 @@ class DayTurns(Mapping[str, list[Memory]]):
 
     def __init__(self, bank: MemoryBank, user: str) -> None:
         self._bank = bank
-        self._user = user
-        self._days = bank.storage.turn_days(bank.user(user).id)
+        self._user_id = bank.user(user).id
+        self._days = bank.storage.turn_days(self._user_id)
         self._known = frozenset(self._days)
         self._loaded: dict[str, list[Memory]] = {}
 
@@ -75,7 +75,7 @@ class DayTurns(Mapping[str, list[Memory]]):
         if day not in self._known:
             raise KeyError(day)
         if day not in self._loaded:
-            self._loaded[day] = day_turns(self._bank, self._user, day)
+            self._loaded[day] = day_turns(self._bank, self._user_id, day)
         return self._loaded[day]
 
     def __iter__(self) -> Iterator[str]:

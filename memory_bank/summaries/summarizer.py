@@ -365,6 +365,7 @@ class Summarizer:
     ) -> None:
         source = fingerprint([(m.memory_id, m.text) for m in turns])
         units = [Unit(str(m.turn), str(m.turn), self._turn_text(m)) for m in turns]
+        user_id = self.bank.user(user).id
         made = 0
         for kind in kinds:
             task, merge = _TASKS[kind]
@@ -376,7 +377,7 @@ class Summarizer:
                 logger.warning("could not make the %s of %r for %s: %s", kind.value, user, day, e)
                 report.failed.append(Failure(kind.value, day, f"{type(e).__name__}: {e}"))
                 continue
-            now_turns = day_turns(self.bank, user, day)
+            now_turns = day_turns(self.bank, user_id, day)
             if fingerprint([(m.memory_id, m.text) for m in now_turns]) != source:
                 logger.info("turns of %r on %s changed while summarising; left for the next run", user, day)
                 report.changed.append(f"{kind.value}:{day}")

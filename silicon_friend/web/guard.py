@@ -32,6 +32,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from starlette.requests import cookie_parser
 
+from memory_bank.cli_support import repeated_header
+
 logger = logging.getLogger(__name__)
 
 Scope = MutableMapping[str, Any]
@@ -133,18 +135,6 @@ def _headers(scope: Scope) -> dict[str, str]:
     return out
 
 
-def _repeated(scope: Scope) -> str | None:
-    """The first of :data:`SINGLE_HEADERS` the request sends more than once."""
-    seen: set[str] = set()
-    for key, _value in scope.get("headers") or ():
-        name = key.decode("latin-1").lower()
-        if name in SINGLE_HEADERS:
-            if name in seen:
-                return name
-            seen.add(name)
-    return None
-
-
 def login_of(scope: Scope, headers: dict[str, str]) -> str | None:
     """The user signed in to Gradio on this request (its session cookie), or ``None``. The
     cookie is read exactly as Gradio reads it (Starlette's lenient parser): a stricter reading
@@ -240,7 +230,7 @@ class RequestGuard:
         await self.app(scope, receive, send_with_headers)
 
     def _check(self, scope: Scope, headers: dict[str, str]) -> str | None:
-        repeated = _repeated(scope)
+        repeated = repeated_header(scope.get("headers") or (), SINGLE_HEADERS)
         if repeated is not None:
             return f"the request sends its {repeated} header more than once"
         host = headers.get("host", "")

@@ -372,13 +372,12 @@ class SessionRegistry:
         ]
 
     def busy(self) -> list[WebSession]:
-        """Every tab with a reply being made or waiting, closed ones included (each once)."""
-        with self._lock:
-            items = [*self._items.values(), *(w for _, w in self._orphans), *self._closed.values()]
-        return [w for w in {id(w): w for w in items}.values() if w.busy()]
+        """Every tab with a reply being made or waiting, closed ones included."""
+        return [w for w in self.every() if w.busy()]
 
     def every(self) -> list[WebSession]:
-        """Every tab, closed ones included."""
+        """Every tab, closed ones included (each once: a tab closed mid-reply is both an orphan
+        and a closed page)."""
         with self._lock:
             items = [*self._items.values(), *(w for _, w in self._orphans), *self._closed.values()]
         return list({id(w): w for w in items}.values())
@@ -386,14 +385,7 @@ class SessionRegistry:
     def of_user(self, user: str) -> list[WebSession]:
         """Every tab whose conversation is ``user``'s, closed ones included (an edit, a deletion
         or "Forget me" must reach their replies, and the pages that may come back, too)."""
-        with self._lock:
-            items = [
-                *self._items.values(),
-                *(w for _, w in self._orphans if w.busy()),
-                *self._closed.values(),
-            ]
-        items = list({id(w): w for w in items}.values())
-        return [w for w in items if w.session is not None and same_user(w.session.user, user)]
+        return [w for w in self.every() if w.session is not None and same_user(w.session.user, user)]
 
     def __len__(self) -> int:
         with self._lock:
