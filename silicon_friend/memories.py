@@ -117,6 +117,11 @@ _DATE_FORMATS: dict[str, dict[str, list[str]]] = {
 }
 
 
+#: The retention plot's time axis: at most this many years, within the dates matplotlib draws.
+PLOT_YEARS = 10
+_FIRST_DRAWN, _LAST_DRAWN = dt.date(2, 1, 1), dt.date(9998, 12, 1)
+
+
 def retention_figure(
     bank: MemoryBank,
     user: str,
@@ -153,10 +158,19 @@ def retention_figure(
     mems = [m for m in memories if m.kind in (MemoryKind.TURN, MemoryKind.DAILY_SUMMARY)][:max_curves]
     fig = Figure(figsize=(8, 4.2), dpi=100)
     ax = fig.add_subplot()
-    end = today + dt.timedelta(days=horizon_days)
+    # The axis spans at most PLOT_YEARS up to ``horizon_days`` past today, inside the dates
+    # matplotlib can draw: a memory dated in year 1 (an imported file may say so) draws the end
+    # of its curve, one dated after the axis (year 9999) draws none.
+    end = today + dt.timedelta(days=max(0, min(horizon_days, (_LAST_DRAWN - today).days)))
+    first = max(_FIRST_DRAWN, end - dt.timedelta(days=365 * PLOT_YEARS))
+    shown = today
     for m in mems:
         start = dt.date.fromisoformat(m.recall_anchor[:10])
-        days = np.linspace(0.0, max((end - start).days, 1), 240)
+        if start >= end:
+            continue
+        skipped = max(0, (first - start).days)
+        days = np.linspace(float(skipped), max((end - start).days, 1), 240)
+        shown = min(shown, start + dt.timedelta(days=skipped))
         scale = forgetting.time_scales(
             cfg.tau,
             [m.kind.value],
@@ -169,6 +183,7 @@ def retention_figure(
         label = _short(m.text, 38).replace("$", r"\$")  # a user's "$x$" is text, not math to typeset
         ax.plot(x, r, label=label + f" (S={m.strength})", linewidth=1.4)  # type: ignore[arg-type]
     ax.axvline(today, color="grey", linestyle="--", linewidth=1, label=t.today)  # type: ignore[arg-type]
+    ax.set_xlim(shown - dt.timedelta(days=1) if shown > _FIRST_DRAWN else shown, end)  # type: ignore[arg-type]
     locator = mdates.AutoDateLocator()
     ax.xaxis.set_major_locator(locator)
     ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, **_DATE_FORMATS.get(language, {})))

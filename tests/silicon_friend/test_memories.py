@@ -136,3 +136,27 @@ def test_dollar_signs_in_a_memory_are_text_in_the_plot(make_bank) -> None:  # ty
     fig.tight_layout()
     fig.canvas.draw()
     assert "$x^2$ and $$y$$" in fig.axes[0].get_legend_handles_labels()[1][0].replace("\\$", "$")
+
+
+def test_the_plot_draws_memories_dated_at_the_ends_of_the_calendar(make_bank) -> None:  # type: ignore[no-untyped-def]
+    """The library takes dates from year 1 to 9999 (an imported file may hold one): a memory of
+    9999-12-31 made the figure overflow, and one of 0001-01-01 a figure matplotlib could not
+    draw, so the memory tab showed nothing at all. The axis now spans the last ten years up to a
+    month past today; an older memory draws its curve's end, a later one draws none."""
+    import datetime as dt
+
+    import gradio as gr
+    from matplotlib import dates as mdates
+
+    bank = make_bank()
+    bank.add_turn("Emily", "I adopted a cat named Miso.", "Lovely!", at="2023-05-01T10:00")
+    bank.add_turn("Emily", "A note from the first year.", "ok", at="0001-01-01T10:00")
+    bank.add_turn("Emily", "A note from the last year.", "ok", at="9999-12-31T10:00")
+    fig = retention_figure(bank, "Emily", language="zh")
+    gr.Plot().postprocess(fig)  # what the memory tab does with it: drawn to an image
+    ax = fig.axes[0]
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert any("first year" in s for s in labels) and not any("last year" in s for s in labels)
+    low, high = (mdates.num2date(x).date() for x in ax.get_xlim())
+    today = bank.clock().date()
+    assert high == today + dt.timedelta(days=30) and low >= today - dt.timedelta(days=3651)
