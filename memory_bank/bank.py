@@ -70,6 +70,10 @@ from memory_bank.text import check_text as _check_text
 
 logger = logging.getLogger(__name__)
 
+#: A lone surrogate (a byte a file name or terminal argument did not decode, as Python keeps it):
+#: no store can hold one, so :meth:`MemoryBank.find_user` lets the user-name rule refuse it.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 Clock = Callable[[], dt.datetime]
 
 When = dt.datetime | dt.date | str | None
@@ -452,8 +456,8 @@ class MemoryBank:
         under a name it refuses or changes (``' Jason '``, a trailing zero-width joiner) stay
         reachable by their exact name; then the rule's form of ``name``; then the one stored
         user whose name the rule makes the same (two such users are an error naming both)."""
-        if isinstance(name, str) and len(name) <= 4 * MAX_USER_NAME:
-            rec = self.storage.get_user(name)
+        if isinstance(name, str) and len(name) <= 4 * MAX_USER_NAME and not _SURROGATE.search(name):
+            rec = self.storage.get_user(name)  # (no stored name holds a surrogate: the rule says why)
             if rec is not None:
                 return rec
         key = validate_user(name)

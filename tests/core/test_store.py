@@ -173,6 +173,21 @@ def test_user_names_with_stray_spaces_resolve(bank) -> None:  # type: ignore[no-
     assert bank.search(" Jason ", "chess", k=1)
 
 
+def test_a_name_with_bytes_that_are_not_utf8_is_refused_in_one_line(bank) -> None:  # type: ignore[no-untyped-def]
+    """``--user $'Ann\\xff'`` reaches the bank as a lone surrogate: every call on it raised
+    SQLite's UnicodeEncodeError (a traceback from the CLI) instead of the user-name rule's error."""
+    bank.add_turn("Ann", "I play chess.", "Nice.")
+    for call in (
+        lambda: bank.add_turn("Ann\udcff", "q", "r"),
+        lambda: bank.search("Ann\udcff", "chess", k=1),
+        lambda: bank.has_user("Ann\udcff"),
+        lambda: bank.delete_user("Ann\udcff"),
+    ):
+        with pytest.raises(InvalidInputError, match="U\\+DCFF"):
+            call()
+    assert bank.users() == ["Ann"] and len(bank.history("Ann")) == 1
+
+
 def test_store_file_is_private(bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
     bank.add_turn("Ann", "q", "r")
     mode = (tmp_path / "store" / DB_FILENAME).stat().st_mode
