@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import signal
 import sys
 import threading
@@ -124,6 +125,24 @@ TERMINAL: dict[str, TerminalTexts] = {
 InputFn = Callable[[str], str]
 
 
+#: C0 and C1 control characters: ESC starts the terminal's escape sequences (clear the screen,
+#: retitle the window, move the cursor over earlier lines), and C1's CSI (U+009B) does too.
+#: (Line breaks are kept.)
+_TERMINAL_CONTROLS = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
+def _inert(text: str) -> str:
+    """Stored text with its control characters written as escapes: a memory is the user's data
+    (an imported file, a tool's note) and may hold anything; written raw, an escape sequence in
+    it would drive the terminal."""
+    return _TERMINAL_CONTROLS.sub(lambda c: f"\\x{ord(c.group()):02x}", text)
+
+
+def _line(text: str) -> str:
+    """Stored text as one inert line of at most 100 characters."""
+    return _inert(" ".join(text.split())[:100])
+
+
 def _why(turn: Turn | None, t: TerminalTexts, out: TextIO) -> None:
     """What the last reply used (date, score, text) and whether its turn was stored."""
     if turn is None or not turn.used:
@@ -131,7 +150,7 @@ def _why(turn: Turn | None, t: TerminalTexts, out: TextIO) -> None:
     else:
         out.write(t.why + "\n")
         for m in turn.used:
-            out.write(f"  {m.date}  {m.score:.2f}  {' '.join(m.text.split())[:100]}\n")
+            out.write(f"  {m.date}  {m.score:.2f}  {_line(m.text)}\n")
     if turn is not None and turn.stored:
         more = t.reinforced.replace("{n}", str(turn.reinforced)) if turn.reinforced else ""
         out.write(t.stored.replace("{reinforced}", more) + "\n")
@@ -224,8 +243,7 @@ def run_chat(
         elif command == "/memories":
             rows = memory_rows(engine.bank, session.user)
             for r in rows:
-                text = " ".join(r.text.split())
-                out.write(f"  {r.date}  S={r.strength}  R={r.retention:.2f}  {text[:100]}\n")
+                out.write(f"  {r.date}  S={r.strength}  R={r.retention:.2f}  {_line(r.text)}\n")
             if not rows:
                 out.write(t.no_memories + "\n")
         elif command == "/summarize":
@@ -240,8 +258,8 @@ def run_chat(
             except KeyboardInterrupt:  # stops the summarising, not the chat
                 out.write("\n")
                 continue
-            out.write(f"{t.summary}: {profile['global_summary'] or t.none_yet}\n")
-            out.write(f"{t.portrait}: {profile['global_portrait'] or t.none_yet}\n")
+            for label, text in ((t.summary, profile["global_summary"]), (t.portrait, profile["global_portrait"])):
+                out.write(f"{label}: {_inert(text) if text else t.none_yet}\n")
         elif command == "/why":
             _why(session.turns[-1] if session.turns else None, t, out)
         elif command == "/temporary":

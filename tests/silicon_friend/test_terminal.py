@@ -105,6 +105,21 @@ def test_why_lists_the_memories_the_last_reply_used(engine) -> None:  # type: ig
     assert "memory updated: that turn was stored; 1 recalled memories strengthened" in after
 
 
+def test_stored_text_cannot_drive_the_terminal(make_engine, bank) -> None:  # type: ignore[no-untyped-def]
+    """A memory may hold anything (an imported file, a tool's note, a summary a model wrote):
+    /memories, /why and /summarize wrote it raw, so an escape sequence in it cleared the screen,
+    retitled the window or printed over earlier lines. Its control characters are now shown as
+    escapes; the words stay."""
+    hostile = "my cat \x1b]0;PWNED\x07\x1b[2J\x9b31m Miso"
+    bank.add_turn("Emily", hostile, "Lovely!", at="2023-04-28T10:00")
+    model = EchoChatModel(reply="Summary \x1b[8mhidden\nline two")
+    engine = make_engine(model, summarizer=Summarizer(bank, model, "en", sleep=lambda _s: None))
+    text = drive(engine, ["/memories", "Do you remember my cat Miso?", "/why", "/summarize"])
+    assert not any(c in text for c in "\x1b\x07\x9b"), repr(text)
+    assert text.count("my cat \\x1b]0;PWNED\\x07\\x1b[2J\\x9b31m Miso") == 2  # /memories and /why
+    assert "Summary \\x1b[8mhidden\nline two" in text  # a summary keeps its line breaks
+
+
 def test_why_after_a_reply_that_recalled_nothing_does_not_count_zero_memories(engine) -> None:  # type: ignore[no-untyped-def]
     text = drive(engine, ["Hello there", "/why"])
     assert "(memory updated: that turn was stored)" in text and "strengthened" not in text
