@@ -649,7 +649,8 @@ def dates_in(
         add(int(m.group(1)) if m.group(1) else None, int(m.group(2)), int(m.group(3)))
     if now is not None and _may_name_a_relative_day(text):
         for m in _RELATIVE_RE.finditer(text):
-            found.append(now - dt.timedelta(days=_RELATIVE[m.group(0).lower()]))
+            with contextlib.suppress(OverflowError):  # "yesterday" on the first day of year 1
+                found.append(now - dt.timedelta(days=_RELATIVE[m.group(0).lower()]))
     if now is not None and count_back:
         found += counted_back(text, now, years=years)[0]
     return list(dict.fromkeys(found))

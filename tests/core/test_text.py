@@ -196,3 +196,16 @@ def test_traditional_chinese_shares_its_tokens_with_simplified() -> None:
     assert tokenize("我們上週去看電影") == tokenize("我们上周去看电影")
     assert "乾隆" in tokenize("乾隆皇帝") and "干了" in tokenize("頭髮乾了")
     assert tokenize("Lisbon Museum 2023") == ["lisbon", "museum", "2023"]  # other scripts as before
+
+
+@pytest.mark.parametrize("phrase", ["yesterday", "the day before yesterday", "昨天", "大前天", "last week", "上个月", "三天前"])
+def test_days_counted_back_from_the_first_day_of_year_one_are_left_out(phrase: str) -> None:
+    """A search asked "as of" 0001-01-01 (``--now``; the library takes any date) crashed on
+    "yesterday" with an OverflowError: a day before year 1 is no day, so it is left out."""
+    import datetime as dt
+
+    from memory_bank.text import dates_in
+
+    start, end = dt.date(1, 1, 1), dt.date(9999, 12, 31)
+    assert dates_in(f"what did I say {phrase}?", now=start) == []
+    assert all(d <= end for d in dates_in(f"what did I say {phrase}?", now=end))
