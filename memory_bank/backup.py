@@ -186,8 +186,15 @@ def _opened_backup(path: Path) -> Iterator[SQLiteStorage]:
         shutil.copyfile(path, Path(work) / DB_FILENAME)
         try:
             storage = SQLiteStorage(work, create=False)
-        except StoreError as e:
-            raise StoreError(f"{str(path)!r} is not a usable backup: {e}") from e
+        except StoreError as e:  # said of the user's file, without the store's advice
+            copy = repr(str(Path(work) / DB_FILENAME))
+            why = str(e).replace(copy, "it").split(";")[0]
+            hint = (
+                "a memory file (JSON) is read with 'memorybank import'"
+                if header.lstrip()[:1] in (b"{", b"[")
+                else "give a file 'memorybank backup' wrote"
+            )
+            raise StoreError(f"{str(path)!r} is not a usable backup: {why}; {hint}") from e
         try:
             problems = check_store(storage)
             if problems:

@@ -90,6 +90,25 @@ def test_a_damaged_backup_is_refused(tmp_path, capsys) -> None:  # type: ignore[
         restore_backup(tmp_path / "empty.mbk", tmp_path / "r2")
 
 
+def test_a_file_that_is_no_backup_is_refused_in_words_about_that_file(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """The refusal named the private copy it had just deleted ('/tmp/mb-restore-.../
+    memorybank.sqlite3') and a store's advice (check --store, --data-dir; run 'memorybank
+    check' on it); it now speaks of the file given, and of what to give instead."""
+    bank = MemoryBank.open(tmp_path / "s", encoder_instance=HashingEncoder(64))
+    bank.add_turn("Ann", "hello", "ok")
+    bank.close()
+    backup(tmp_path / "s", tmp_path / "b.mbk")
+    (tmp_path / "memories.json").write_text('{"Ann": {"history": {}}}')
+    (tmp_path / "cut.mbk").write_bytes((tmp_path / "b.mbk").read_bytes()[:5000])
+    for name, advice in (("memories.json", "'memorybank import'"), ("cut.mbk", "'memorybank backup' wrote")):
+        given = str(tmp_path / name)
+        assert main(["restore-backup", given, "--store", str(tmp_path / "r")]) == 2
+        err = capsys.readouterr().err
+        assert f"{given!r} is not a usable backup: it " in err and advice in err, err
+        assert "mb-restore-" not in err and "--data-dir" not in err and "memorybank check" not in err, err
+    assert not (tmp_path / "r" / DB_FILENAME).exists()
+
+
 def test_a_backup_in_progress_is_private(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """The copy being written beside ``--out`` was created under the umask (0644: readable by
     every local user, every memory in plain text), and a backup killed midway left it so."""
