@@ -43,6 +43,13 @@ TURN_BASE = "turn_base"
 #: of the deleted user in another process (a partition, a live set) is keyed by that id and
 #: trusted while the epoch is the same, so the new user must never share an epoch with them.
 EPOCH_BASE = "epoch_base"
+#: Key of the store's ``meta``: the largest id a deleted (or import-replaced) user had. A new
+#: user's id is above it, so an id names one user for good: a write that looked the user up
+#: before the user was deleted (a reply being stored during "Forget me", a summary run) finds
+#: the id gone and is refused, never stored under the next user to be created. (SQLite gives a
+#: new row the largest id plus one, which is the deleted user's when it was the last created;
+#: PostgreSQL's sequences never give an id twice.)
+USER_ID_BASE = "user_id_base"
 #: How long a deleted user's retired memory ids are kept (see :func:`retired_digest`): long
 #: enough for a client's retries of a run that was in flight when the user was deleted.
 RETIRED_USER_DAYS = 7
@@ -329,6 +336,13 @@ class Storage(abc.ABC):
 
     @abc.abstractmethod
     def mark_stale(self, user_id: int, kinds: Iterable[MemoryKind], dates: Iterable[str] | None) -> int: ...
+
+    @abc.abstractmethod
+    def blank_layers(self, user_id: int, dates: Iterable[str]) -> int:
+        """Blank, as deleting a turn of ``dates`` does, the summaries that may quote it: the
+        user's daily layers of ``dates`` and their global layers (not those the user hid) lose
+        their text and vectors and are marked stale, to be made again. Returns how many had
+        words (0 for a user that no longer exists)."""
 
     # reading memories
     def memories(

@@ -146,6 +146,7 @@ class PostgresStorage(SQLStorage):
         "blocks_storage": _BLOCKS_STORAGE + SCHEMA_6_INDEXES,
     }
     LOCK_USER = "SELECT 1 FROM users WHERE id = ? FOR NO KEY UPDATE"
+    USER_IDS_GIVEN = False  # a sequence never gives an id twice
     # Two transactions creating one user name (two imports, an import and an add) would both
     # insert it; the second would fail on the unique name. This lock makes them take turns.
     LOCK_NAME = "SELECT pg_advisory_xact_lock(hashtextextended(?, 0))"

@@ -35,6 +35,7 @@ from memory_bank.stores.base import (
     SCHEMA_VERSION,
     TURN_BASE,
     TURN_FLOOR,
+    USER_ID_BASE,
     Storage,
     UserRecord,
     VectorBatch,
@@ -485,8 +486,10 @@ class SQLStorage(Storage):
         def run(c: Cursor) -> None:
             self._lock_name(c, name)
             c.execute(
-                "INSERT INTO users(name, extra, epoch) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING",
+                f"INSERT INTO users({self._new_user_columns}) VALUES ({self._new_user_values}) "
+                "ON CONFLICT (name) DO NOTHING",
                 (
+                    *self._new_user_id(c),
                     name,
                     json.dumps(self._new_user_extra(c, extra or {}), ensure_ascii=False),
                     self._meta_int(c, EPOCH_BASE),
@@ -588,8 +591,13 @@ class SQLStorage(Storage):
             else:
                 new_extra = self._new_user_extra(c, new_extra)
             row = c.execute(
-                "INSERT INTO users(name, extra, epoch) VALUES (?, ?, ?) RETURNING id",
-                (name, json.dumps(new_extra, ensure_ascii=False), self._meta_int(c, EPOCH_BASE)),
+                f"INSERT INTO users({self._new_user_columns}) VALUES ({self._new_user_values}) RETURNING id",
+                (
+                    *self._new_user_id(c),
+                    name,
+                    json.dumps(new_extra, ensure_ascii=False),
+                    self._meta_int(c, EPOCH_BASE),
+                ),
             ).fetchone()
             user_id = int(row[0])
             if old is not None:
@@ -648,10 +656,32 @@ class SQLStorage(Storage):
     @classmethod
     def _raise_epoch_base(cls, c: Cursor, user_id: int) -> None:
         """Before ``user_id`` is deleted: users created later start above its epoch (see
-        :data:`EPOCH_BASE`), so no cache of it is taken for theirs if they get its id."""
+        :data:`EPOCH_BASE`), so no cache of it is taken for theirs, and above its id (see
+        :data:`USER_ID_BASE`), so no write meant for it is taken for theirs."""
         row = c.execute("SELECT epoch FROM users WHERE id = ?", (user_id,)).fetchone()
         if row is not None:
             cls._raise_meta(c, EPOCH_BASE, int(row[0]) + 1)
+            cls._raise_meta(c, USER_ID_BASE, user_id)
+
+    #: Whether a new user's id is given by :meth:`_new_user_id` (a store whose ids could come
+    #: back, see :data:`USER_ID_BASE`) or by the table's own sequence.
+    USER_IDS_GIVEN: ClassVar[bool] = True
+
+    @property
+    def _new_user_columns(self) -> str:
+        return ("id, " if self.USER_IDS_GIVEN else "") + "name, extra, epoch"
+
+    @property
+    def _new_user_values(self) -> str:
+        return ("?, " if self.USER_IDS_GIVEN else "") + "?, ?, ?"
+
+    def _new_user_id(self, c: Cursor) -> tuple[int, ...]:
+        """The id for a user created now, above every user's there is or was (empty where the
+        table's sequence gives it: see :data:`USER_IDS_GIVEN`)."""
+        if not self.USER_IDS_GIVEN:
+            return ()
+        top = c.execute("SELECT MAX(id) FROM users").fetchone()
+        return (max(int(top[0] or 0) if top else 0, self._meta_int(c, USER_ID_BASE)) + 1,)
 
     @staticmethod
     def _meta_int(c: Cursor, key: str) -> int:
@@ -1180,6 +1210,18 @@ class SQLStorage(Storage):
                     "DELETE FROM vector_blocks WHERE user_id = ? AND encoder = ? AND first_rowid = ?",
                     (user_id, encoder, int(first)),
                 )
+
+    def blank_layers(self, user_id: int, dates: Iterable[str]) -> int:
+        days = list(dates)
+
+        def run(c: Cursor) -> int:
+            if not self._lock_user(c, user_id, missing_ok=True):
+                return 0
+            blanked = self._scrub_layers(c, user_id, days, keep_hidden=True)
+            self._bump(c, user_id, epoch=True, texts_kept=not blanked)
+            return blanked
+
+        return self._write(run)
 
     def mark_stale(self, user_id: int, kinds: Iterable[MemoryKind], dates: Iterable[str] | None) -> int:
         kinds, dates = list(kinds), None if dates is None else list(dates)
