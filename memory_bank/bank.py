@@ -766,9 +766,14 @@ class MemoryBank:
         *,
         date: str | None = None,
         extra: dict[str, Any] | None = None,
+        user_id: int | None = None,
     ) -> Memory:
         """Create or replace a summary layer: a daily summary/personality (``date`` needed) or a
-        global summary/portrait. Daily summaries are indexed for retrieval."""
+        global summary/portrait. Daily summaries are indexed for retrieval.
+
+        ``user_id``: the id of the user record the layer was made for (a summary run's): the
+        layer is refused with :class:`UserNotFoundError` if that user was deleted meanwhile,
+        even if a user of the same name exists again ("Forget me", then a new start)."""
         if kind is MemoryKind.TURN:
             raise InvalidInputError("use add_turn() for dialog turns")
         _check_text(text, f"{kind.value} text", allow_empty=True)
@@ -777,7 +782,11 @@ class MemoryBank:
         _check_extra(extra)
         if not kind.is_global and date is None:
             raise InvalidInputError(f"a {kind.value} needs the date it summarises (YYYY-MM-DD)")
-        rec = self.user(user, create=True)
+        rec = self.user(user, create=user_id is None)
+        if user_id is not None and rec.id != user_id:
+            raise UserNotFoundError(
+                f"user {rec.name!r} was deleted since this {kind.value} was made; not stored"
+            )
         day = (date or self.clock().date().isoformat()) if kind.is_global else parse_day(date or "")
         memory_id = layer_id(rec.name, kind, day)
         held = self.storage.get_memory(rec.id, memory_id)

@@ -66,7 +66,7 @@ class DayTurns(Mapping[str, list[Memory]]):
 
     def __init__(self, bank: MemoryBank, user: str) -> None:
         self._bank = bank
-        self._user_id = bank.user(user).id
+        self.user_id = self._user_id = bank.user(user).id  # the record read: see Summarizer
         self._days = bank.storage.turn_days(self._user_id)
         self._known = frozenset(self._days)
         self._loaded: dict[str, list[Memory]] = {}

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.exceptions import OutputParserException
 
+from memory_bank.errors import UserNotFoundError
 from memory_bank.llm import context_window, count_tokens
 from memory_bank.model_lock import PreemptedError
 from memory_bank.records import Memory, MemoryKind
@@ -298,12 +299,15 @@ class Summarizer:
         Idempotent: done layers are skipped. Failures are in the report, never raised (except
         for an unknown user). ``progress(1)`` is called after each day and after the globals.
         """
-        name = self.bank.user(user).name  # raises UserNotFoundError
+        rec = self.bank.user(user)  # raises UserNotFoundError
+        name = rec.name
         today = to_date(now, self.bank.clock)
         report = SummaryReport(user=name, today=today.isoformat())
         started = time.monotonic()
         with self._user_lock(name):
             turns, layers = daily_state(self.bank, name)
+            if turns.user_id != rec.id:  # deleted and made anew since: another person's memories
+                raise UserNotFoundError(f"user {name!r} was deleted while their summaries were being made")
             for (_kind, day), layer in sorted(layers.items(), key=lambda kv: (kv[0][1], kv[0][0].value)):
                 if layer.stale and day not in turns:  # its day has no turns left: nothing to summarise
                     self.bank.delete_memory(name, layer.memory_id)
@@ -313,10 +317,13 @@ class Summarizer:
                     continue
                 kinds = [k for k in DAILY_KINDS if layer_due(layers.get((k, day)))]
                 if kinds:
-                    self._summarize_day(name, day, turns[day], kinds, report)
+                    self._still(name, rec.id)
+                    self._summarize_day(name, rec.id, day, turns[day], kinds, report)
                     if progress:
                         progress(1)
-            self._summarize_globals(name, report, dailies_changed=bool(report.written or report.deleted))
+            self._summarize_globals(
+                name, rec.id, report, dailies_changed=bool(report.written or report.deleted)
+            )
             if progress:
                 progress(1)
         report.seconds = round(time.monotonic() - started, 3)
@@ -330,21 +337,22 @@ class Summarizer:
 
     def summarize_day(self, user: str, date: str, *, force: bool = True) -> SummaryReport:
         """(Re)make the daily layers of one day now, whether or not the day is over."""
-        name = self.bank.user(user).name
+        rec = self.bank.user(user)
+        name = rec.name
         report = SummaryReport(user=name, today=self.bank.clock().date().isoformat())
         with self._user_lock(name):
             turns, layers = daily_state(self.bank, name)
-            if date in turns:
+            if date in turns and turns.user_id == rec.id:
                 kinds = [k for k in DAILY_KINDS if force or layer_due(layers.get((k, date)))]
-                self._summarize_day(name, date, turns[date], kinds, report)
+                self._summarize_day(name, rec.id, date, turns[date], kinds, report)
         return report
 
     def summarize_globals(self, user: str, *, force: bool = False) -> SummaryReport:
         """Update the global event summary and portrait from the daily layers."""
-        name = self.bank.user(user).name
-        report = SummaryReport(user=name, today=self.bank.clock().date().isoformat())
-        with self._user_lock(name):
-            self._summarize_globals(name, report, dailies_changed=force)
+        rec = self.bank.user(user)
+        report = SummaryReport(user=rec.name, today=self.bank.clock().date().isoformat())
+        with self._user_lock(rec.name):
+            self._summarize_globals(rec.name, rec.id, report, dailies_changed=force)
         return report
 
     # -- daily layers ---------------------------------------------------------------------------
@@ -361,11 +369,25 @@ class Summarizer:
         return text
 
     def _summarize_day(
-        self, user: str, day: str, turns: list[Memory], kinds: Sequence[MemoryKind], report: SummaryReport
+        self,
+        user: str,
+        user_id: int,
+        day: str,
+        turns: list[Memory],
+        kinds: Sequence[MemoryKind],
+        report: SummaryReport,
     ) -> None:
+        """Make the ``kinds`` of ``day`` from its ``turns``, for the user record ``user_id``.
+
+        Each layer is written bound to the user record it was made for (a user deleted meanwhile
+        gets nothing, nor does the next one of that name). A turn of the day deleted, edited or
+        added between the check before the write and the write itself would be overwritten by a
+        layer made without it, marked done: the turns are read again after the write, and a
+        layer they no longer match is blanked, as the deletion would have blanked it."""
+        if not turns:  # every turn of the day gone: nothing to summarise
+            return
         source = fingerprint([(m.memory_id, m.text) for m in turns])
         units = [Unit(str(m.turn), str(m.turn), self._turn_text(m)) for m in turns]
-        user_id = self.bank.user(user).id
         made = 0
         for kind in kinds:
             task, merge = _TASKS[kind]
@@ -377,26 +399,50 @@ class Summarizer:
                 logger.warning("could not make the %s of %r for %s: %s", kind.value, user, day, e)
                 report.failed.append(Failure(kind.value, day, f"{type(e).__name__}: {e}"))
                 continue
-            now_turns = day_turns(self.bank, user_id, day)
-            if fingerprint([(m.memory_id, m.text) for m in now_turns]) != source:
+            if self._day_source(user_id, day) != source:
                 logger.info("turns of %r on %s changed while summarising; left for the next run", user, day)
                 report.changed.append(f"{kind.value}:{day}")
                 continue
             extra = {"source": source, "turns": len(turns), "model": _model_label(self.chat_model)}
-            memory = self.bank.set_layer(user, kind, text, date=day, extra=extra)
+            memory = self.bank.set_layer(user, kind, text, date=day, extra=extra, user_id=user_id)
+            if self._day_source(user_id, day) != source:  # changed between the check and the write
+                logger.info("turns of %r on %s changed as the %s was stored; blanked", user, day, kind.value)
+                self.bank.storage.blank_layers(user_id, [day])
+                report.changed.append(f"{kind.value}:{day}")
+                continue
             report.written.append(memory.memory_id)
             made += 1
         if made == len(kinds):
             report.days.append(day)
 
+    def _still(self, user: str, user_id: int) -> None:
+        """Raise :class:`UserNotFoundError` unless ``user`` still names the record ``user_id``:
+        a user forgotten during the run (and perhaps begun again) gets nothing more from it."""
+        rec = self.bank.find_user(user)
+        if rec is None or rec.id != user_id:
+            raise UserNotFoundError(f"user {user!r} was deleted while their summaries were being made")
+
+    def _day_source(self, user_id: int, day: str) -> str:
+        return fingerprint([(m.memory_id, m.text) for m in day_turns(self.bank, user_id, day)])
+
+    def _global_source(self, user_id: int, kind: MemoryKind) -> str:
+        dailies = self.bank.storage.memories(user_id, [SOURCE_KIND[kind]], include_archived=True)
+        return fingerprint(global_sources(dailies))
+
     # -- global layers ---------------------------------------------------------------------------
-    def _summarize_globals(self, user: str, report: SummaryReport, *, dailies_changed: bool) -> None:
+    def _summarize_globals(
+        self, user: str, user_id: int, report: SummaryReport, *, dailies_changed: bool
+    ) -> None:
+        """Make the global layers that are due from the daily ones, for the user record
+        ``user_id``; as for a day's (see :meth:`_summarize_day`), a layer whose sources changed
+        as it was written is blanked."""
+        self._still(user, user_id)
         for kind in GLOBAL_KINDS:
-            rows = self.bank.memories(user, kinds=(SOURCE_KIND[kind], kind), include_archived=True)
-            existing = next((m for m, _ in rows if m.kind is kind), None)
+            rows = self.bank.storage.memories(user_id, [SOURCE_KIND[kind], kind], include_archived=True)
+            existing = next((m for m in rows if m.kind is kind), None)
             if existing is not None and existing.hidden:  # hidden by the user: not remade until restored
                 continue
-            sources = global_sources([m for m, _ in rows if m.kind is SOURCE_KIND[kind]])
+            sources = global_sources([m for m in rows if m.kind is SOURCE_KIND[kind]])
             source = fingerprint(sources)
             if not sources:
                 if existing is not None and existing.stale:  # made from content that is gone
@@ -424,12 +470,16 @@ class Summarizer:
                 logger.warning("could not make the %s of %r: %s", kind.value, user, e)
                 report.failed.append(Failure(kind.value, None, f"{type(e).__name__}: {e}"))
                 continue
-            now_rows = self.bank.memories(user, kinds=(SOURCE_KIND[kind],), include_archived=True)
-            if fingerprint(global_sources([m for m, _ in now_rows])) != source:
+            if self._global_source(user_id, kind) != source:
                 report.changed.append(kind.value)
                 continue
             extra = {"source": source, "days": len(sources), "model": _model_label(self.chat_model)}
-            memory = self.bank.set_layer(user, kind, text, date=last, extra=extra)
+            memory = self.bank.set_layer(user, kind, text, date=last, extra=extra, user_id=user_id)
+            if self._global_source(user_id, kind) != source:  # changed between the check and the write
+                logger.info("the daily layers of %r changed as the %s was stored; blanked", user, kind.value)
+                self.bank.storage.blank_layers(user_id, [])
+                report.changed.append(kind.value)
+                continue
             report.written.append(memory.memory_id)
 
     # -- fitting the context ---------------------------------------------------------------------
