@@ -418,7 +418,11 @@ _RELATIVE = {
     "前天": 2,
     "大前天": 3,
 }
-_RELATIVE_RE = re.compile(r"day before yesterday|yesterday|today|大前天|前天|昨天|今天", re.I)
+#: (前 ending 目前, 以前, 之前, 提前, 当前... does not begin 前天: "我目前天天加班" is "these days I
+#: work late every day"; nor does 今 ending 如今 begin 今天: "如今天气" is "the weather nowadays".)
+_RELATIVE_RE = re.compile(
+    r"day before yesterday|yesterday|today|大前天|(?<![目以之提事当當眼从從先])前天|昨天|(?<!如)今天", re.I
+)
 
 
 # The letters other than A-Z that re.I matches to ASCII ones (İ, ı, ſ, K).

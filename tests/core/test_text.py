@@ -209,3 +209,25 @@ def test_days_counted_back_from_the_first_day_of_year_one_are_left_out(phrase: s
     start, end = dt.date(1, 1, 1), dt.date(9999, 12, 31)
     assert dates_in(f"what did I say {phrase}?", now=start) == []
     assert all(d <= end for d in dates_in(f"what did I say {phrase}?", now=end))
+
+
+@pytest.mark.parametrize(
+    ("text", "days"),
+    [
+        ("我目前天天加班，压力好大", []),  # 目前 + 天天: "these days ... every day"
+        ("以前天天下雨", []),
+        ("当前天气怎么样？", []),
+        ("如今天气很热", []),  # 如今 + 天气
+        ("我前天去了公园", ["2024-02-28"]),
+        ("前天天气很好", ["2024-02-28"]),  # 前天 + 天气: the day before yesterday
+        ("今天天气很好", ["2024-03-01"]),
+    ],
+)
+def test_chinese_words_ending_in_qian_or_jin_name_no_day(text: str, days: list[str]) -> None:
+    """前 ending 目前/以前/当前 and 今 ending 如今 were read as 前天 and 今天, so every memory of
+    that day was lifted above the question's real answers."""
+    import datetime as dt
+
+    from memory_bank.text import dates_in
+
+    assert [d.isoformat() for d in dates_in(text, now=dt.date(2024, 3, 1))] == days
