@@ -29,6 +29,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import sys
 from collections.abc import Callable, Iterable
@@ -124,7 +125,20 @@ def open_bank(args: argparse.Namespace, *, create: bool = False) -> MemoryBank:
     if forget:
         overrides["forgetting"] = forget
     cfg = load_config(getattr(args, "config", None), **overrides)
-    return MemoryBank(cfg, storage=open_storage(cfg.store, create=create))
+    clock = _clock(getattr(args, "now", None))  # (a bad date is refused before a store is made)
+    return MemoryBank(cfg, storage=open_storage(cfg.store, create=create), clock=clock)
+
+
+def _clock(now: str | None) -> Callable[[], dt.datetime] | None:
+    """The bank's clock for ``--now DAY``: that day at the time it is now, so every command
+    takes it as today (a turn added without ``--at`` is dated that day, the day's forgetting
+    pass is that day's); ``None`` without it."""
+    if not now:
+        return None
+    from memory_bank.text import parse_day
+
+    day = dt.date.fromisoformat(parse_day(now, "--now"))
+    return lambda: dt.datetime.combine(day, dt.datetime.now().time())
 
 
 def dump_json(obj: Any) -> None:

@@ -82,6 +82,19 @@ def test_add_queries_stats_delete(tmp_path, capsys, store) -> None:  # type: ign
     assert json.loads(out)["users"] == 1
 
 
+def test_now_is_today_for_every_command(tmp_path, capsys, store) -> None:  # type: ignore[no-untyped-def]
+    """``--now`` is a common option, yet ``add`` dated the turn by the real clock (and ran the
+    day's forgetting pass at the real today): it is now the bank's today for every command."""
+    common = ["--store", store, "--encoder", "hashing"]
+    code, out, _ = run(capsys, "add", *common, "--user", "Ann", "--query", "I adopted a cat", "--now", "2024-03-20")
+    assert code == 0 and json.loads(out)["date"] == "2024-03-20"
+    code, out, _ = run(capsys, "memories", *common, "--user", "Ann", "--json", "--now", "2024-03-21")
+    assert code == 0 and "2024-03-20" in out
+    code, _, err = run(capsys, "add", "--store", str(tmp_path / "new"), "--user", "Ann", "--query", "q", "--now", "2024-13-01")
+    assert code == 2 and "--now '2024-13-01' is not a valid date" in err
+    assert not (tmp_path / "new").exists()  # refused before a store was made
+
+
 @pytest.mark.parametrize(
     "argv, match",
     [
