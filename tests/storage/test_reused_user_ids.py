@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_bank import UserNotFoundError
-
-from memory_bank import MemoryKind
+from memory_bank import MemoryKind, UserNotFoundError
 from memory_bank.records import Memory
 
 
