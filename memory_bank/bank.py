@@ -596,6 +596,7 @@ class MemoryBank:
         recalled: Sequence[Memory] = (),
         revive_deleted: bool = False,
         standalone: bool = False,
+        in_order: bool | None = None,
     ) -> Memory:
         """Store one dialog turn with the time it happened (default: now); searchable at once.
 
@@ -611,6 +612,12 @@ class MemoryBank:
         marks the day's summaries stale: a chat reply's memory writes are one commit. A recalled
         memory deleted meanwhile is not reinforced. ``standalone``: a note that answers nothing
         said before it (a memory the user adds by hand), indexed without the day's previous reply.
+        ``in_order`` (default: when ``at`` is not given): a turn said now, after every turn stored,
+        is dated no earlier than the user's latest turn's day. A clock that went back (a user who
+        flew west, whose local time is a day behind; a corrected clock) would otherwise date it
+        before the turns said hours earlier, and the history, the chat's resumed conversation and
+        its prompt, which follow the days, would lose the last thing said. A turn given an earlier
+        ``at`` on purpose (a replayed history) keeps it.
         """
         owner = self.find_user(user)  # the user-name rule, before anything is loaded or written
         if memory_id is not None:
@@ -634,6 +641,13 @@ class MemoryBank:
         text = turn_text(query, response)
         self._writing_encoder()  # an encoder that cannot load leaves no empty user behind
         rec = self.user(user, create=True)
+        if at is None if in_order is None else in_order:
+            latest = self.storage.last_turn_day(rec.id)
+            if latest is not None and latest > day:
+                day, when = (
+                    latest,
+                    dt.datetime.combine(dt.date.fromisoformat(latest), when.time(), when.tzinfo),
+                )
         used = self._with_rowids(rec, recalled)
         report = self._daily_forget(rec, _as_date(None, self.clock), keep=used)
         context = None if standalone else _context_of(self.storage.last_turn(rec.id, day))

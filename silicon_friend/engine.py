@@ -511,7 +511,7 @@ class SiliconFriend:
         try:
             try:
                 memory = self.bank.add_turn(
-                    session.user, turn.query, turn.response, at=now, recalled=used, extra=marks
+                    session.user, turn.query, turn.response, at=now, recalled=used, extra=marks, in_order=True
                 )
             except InvalidInputError as e:  # a reply the store refuses: keep the user's words at least
                 if not turn.response:
@@ -519,7 +519,7 @@ class SiliconFriend:
                 logger.warning("storing the reply failed (%s); storing the message alone", e)
                 turn.error, turn.response = reason("reply_not_stored", detail=str(e)), ""
                 grows = set()  # no reply, so no memory was used
-                memory = self.bank.add_turn(session.user, turn.query, "", at=now, extra=marks)
+                memory = self.bank.add_turn(session.user, turn.query, "", at=now, extra=marks, in_order=True)
             turn.reinforced = len(grows)
             turn.memory_id = memory.memory_id  # last: "stored" is only ever shown after the commit
         except MemoryBankError as e:
@@ -546,7 +546,7 @@ class SiliconFriend:
             at = dt.datetime.fromisoformat(earlier.timestamp)
             try:
                 memory = self.bank.add_turn(
-                    session.user, earlier.query, earlier.response, at=at, extra=earlier.marks
+                    session.user, earlier.query, earlier.response, at=at, extra=earlier.marks, in_order=True
                 )
             except StoreError as e:
                 logger.warning("the unsaved turn of %r could not be stored yet: %s", session.user, e)

@@ -381,6 +381,10 @@ class Storage(abc.ABC):
         A backend answers from an index, without listing the user's history."""
         return bool(self.memories(user_id, include_archived=include_archived))
 
+    def last_turn_day(self, user_id: int) -> str | None:
+        """The latest day on which the user has a turn (any: hidden and forgotten ones too)."""
+        return max((m.date for m in self.memories(user_id, [MemoryKind.TURN])), default=None)
+
     def turn_days(self, user_id: int) -> list[str]:
         """The days (ascending) on which the user has turns they have not hidden (forgotten ones
         count: the day summaries are made from them)."""

@@ -1294,6 +1294,10 @@ class SQLStorage(Storage):
         args: tuple[Any, ...] = (user_id,) if include_archived else (user_id, False)
         return bool(self._rows(f"SELECT 1 FROM memories WHERE user_id = ?{cond} LIMIT 1", args))
 
+    def last_turn_day(self, user_id: int) -> str | None:
+        rows = self._rows("SELECT MAX(date) FROM memories WHERE user_id = ? AND kind = 'turn'", (user_id,))
+        return str(rows[0][0]) if rows and rows[0][0] is not None else None
+
     def turn_days(self, user_id: int) -> list[str]:
         rows = self._rows(
             "SELECT DISTINCT date FROM memories WHERE user_id = ? AND kind = 'turn' AND NOT hidden ORDER BY date",

@@ -188,6 +188,18 @@ def test_a_name_with_bytes_that_are_not_utf8_is_refused_in_one_line(bank) -> Non
     assert bank.users() == ["Ann"] and len(bank.history("Ann")) == 1
 
 
+def test_a_turn_said_now_is_never_dated_before_the_latest(make_bank, clock) -> None:  # type: ignore[no-untyped-def]
+    """``add_turn`` without ``at`` (the agent middleware, the chat memory) after the clock went
+    back a day: dated the latest turn's day, not before it; an explicit earlier ``at`` is kept."""
+    bank = make_bank()
+    bank.add_turn("Kai", "first", "ok")
+    clock.advance(hours=-30)
+    late = bank.add_turn("Kai", "second, said later", "ok")
+    assert late.date == "2023-05-01" and late.turn == 1
+    assert [m.query for m in bank.history("Kai")] == ["first", "second, said later"]
+    assert bank.add_turn("Kai", "replayed", "ok", at="2023-04-20T09:00").date == "2023-04-20"
+
+
 def test_store_file_is_private(bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
     bank.add_turn("Ann", "q", "r")
     mode = (tmp_path / "store" / DB_FILENAME).stat().st_mode

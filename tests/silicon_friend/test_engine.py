@@ -524,3 +524,24 @@ def test_new_conversation_stores_or_keeps_a_turn_the_store_could_not_take(engine
     disk.on = False
     engine.new_conversation(session)  # it can be stored now: it is, and the screen empties
     assert session.turns == [] and [m.query for m in bank.history("Emily")] == ["My sister Ana moved to Lisbon."]
+
+
+def test_a_clock_that_went_back_a_day_keeps_the_last_message_last(engine: SiliconFriend, clock) -> None:  # type: ignore[no-untyped-def]
+    """A user who flew west (the machine's local time now a day behind the turns said hours
+    before) or a corrected clock: the message just sent was dated the day before, sorted before
+    the turns said earlier, and a reloaded page resumed the conversation without it (and the
+    prompt's recent dialogue left it out). A turn said now is dated no earlier than the latest."""
+    session = engine.start("Kai")
+    for text in ("We landed in Kiritimati.", "The lagoon is so blue."):
+        engine.reply(session, text)
+    clock.advance(hours=-26)  # the clock of the same moment, 26 hours behind
+    engine.reply(session, "Back home, and jet-lagged.")
+    said = engine.bank.history("Kai")
+    assert [m.query for m in said] == ["We landed in Kiritimati.", "The lagoon is so blue.", "Back home, and jet-lagged."]
+    assert len({m.date for m in said}) == 1
+    again = engine.start("Kai")
+    engine.resume(again, 7)
+    assert again.turns[-1].query == "Back home, and jet-lagged."
+    # A turn given an earlier time on purpose (a replayed history) keeps it.
+    engine.bank.add_turn("Kai", "An old diary entry.", "", at="2023-01-05T10:00")
+    assert engine.bank.history("Kai")[0].query == "An old diary entry."
