@@ -76,6 +76,11 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 Clock = Callable[[], dt.datetime]
 
+#: How many days a turn said now may be dated after the clock's day, to stay after the user's
+#: latest turn (see ``MemoryBank.add_turn(in_order=...)``): time zones span 26 hours, so two days
+#: cover a flight and a corrected clock; a later latest turn (a file dated in 2099) is not followed.
+_CLOCK_BACK_DAYS = 2
+
 When = dt.datetime | dt.date | str | None
 
 
@@ -613,7 +618,8 @@ class MemoryBank:
         memory deleted meanwhile is not reinforced. ``standalone``: a note that answers nothing
         said before it (a memory the user adds by hand), indexed without the day's previous reply.
         ``in_order`` (default: when ``at`` is not given): a turn said now, after every turn stored,
-        is dated no earlier than the user's latest turn's day. A clock that went back (a user who
+        is dated no earlier than the user's latest turn's day, when that is at most two days after
+        its own (a memory imported with a date years ahead is not followed). A clock that went back (a user who
         flew west, whose local time is a day behind; a corrected clock) would otherwise date it
         before the turns said hours earlier, and the history, the chat's resumed conversation and
         its prompt, which follow the days, would lose the last thing said. A turn given an earlier
@@ -643,11 +649,9 @@ class MemoryBank:
         rec = self.user(user, create=True)
         if at is None if in_order is None else in_order:
             latest = self.storage.last_turn_day(rec.id)
-            if latest is not None and latest > day:
-                day, when = (
-                    latest,
-                    dt.datetime.combine(dt.date.fromisoformat(latest), when.time(), when.tzinfo),
-                )
+            ahead = (dt.date.fromisoformat(latest) - when.date()).days if latest is not None else 0
+            if latest is not None and 0 < ahead <= _CLOCK_BACK_DAYS:  # (further: a date imported, not said)
+                day, when = latest, when + dt.timedelta(days=ahead)
         used = self._with_rowids(rec, recalled)
         report = self._daily_forget(rec, _as_date(None, self.clock), keep=used)
         context = None if standalone else _context_of(self.storage.last_turn(rec.id, day))

@@ -198,6 +198,8 @@ def test_a_turn_said_now_is_never_dated_before_the_latest(make_bank, clock) -> N
     assert late.date == "2023-05-01" and late.turn == 1
     assert [m.query for m in bank.history("Kai")] == ["first", "second, said later"]
     assert bank.add_turn("Kai", "replayed", "ok", at="2023-04-20T09:00").date == "2023-04-20"
+    bank.add_turn("Kai", "a note imported with a wrong year", "", at="2099-01-01T09:00")
+    assert bank.add_turn("Kai", "said today", "ok").date == "2023-04-30"  # not followed years ahead
 
 
 def test_store_file_is_private(bank, tmp_path) -> None:  # type: ignore[no-untyped-def]
