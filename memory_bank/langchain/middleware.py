@@ -197,12 +197,8 @@ def _said_before(messages: Sequence[BaseMessage], human: BaseMessage) -> list[tu
 
 
 def _words_key(before: Sequence[tuple[str | None, str]], text: str) -> str:
-    """The words of a message and of the user messages before it (:data:`_WORDS`); "" for a
-    message with none before it. Its words alone cannot tell a regenerated answer from the same
-    words said again: an app that sends each message alone ("yes", then "yes" to the next
-    question) would have its second turn taken for the first one's retry, and the first's
-    reply lost; a regenerated first message is stored again instead, which loses nothing."""
-    return f"words:{_digest(json.dumps([t for _, t in before]), text)}" if before else ""
+    """The words of a message and of the user messages before it (:data:`_WORDS`)."""
+    return f"words:{_digest(json.dumps([t for _, t in before]), text)}"
 
 
 def _conversation_key(before: Sequence[tuple[str | None, str]], text: str) -> str:
@@ -539,7 +535,7 @@ class MemoryBankMiddleware(AgentMiddleware[MemoryBankState, Any]):
             return None
         if last.extra.get(_WRITTEN) != _digest(human.text, last.response or ""):
             return None  # not as this middleware wrote it (an edit in a memory view stays)
-        if last.response and (not words or last.extra.get(_WORDS) != words):
+        if last.response and last.extra.get(_WORDS) != words:
             return None  # said again after other words: a new message
         stored_in = last.extra.get(_THREAD)
         same = stored_in == thread if thread is not None else str(stored_in or "").startswith("said:")
