@@ -138,9 +138,6 @@ def _until_next_human(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
 #: and the thread it was said in.
 _WRITTEN = "lc_written"
 _THREAD = "lc_thread"
-#: Where a turn keeps what it was said after: its words and the words of the user messages
-#: before it (not their ids, which LangGraph makes anew each run for an app that sends none).
-_WORDS = "lc_words"
 
 
 def _thread_id() -> str | None:
@@ -194,11 +191,6 @@ def _said_before(messages: Sequence[BaseMessage], human: BaseMessage) -> list[tu
     """The ids and words of the user messages before ``human`` in ``messages``."""
     at = next((i for i, m in enumerate(messages) if m is human), len(messages))
     return [(m.id, m.text) for m in messages[:at] if isinstance(m, HumanMessage) and not _from_middleware(m)]
-
-
-def _words_key(before: Sequence[tuple[str | None, str]], text: str) -> str:
-    """The words of a message and of the user messages before it (:data:`_WORDS`)."""
-    return f"words:{_digest(json.dumps([t for _, t in before]), text)}"
 
 
 def _conversation_key(before: Sequence[tuple[str | None, str]], text: str) -> str:
@@ -422,10 +414,9 @@ class MemoryBankMiddleware(AgentMiddleware[MemoryBankState, Any]):
         block = await run_in_executor(None, self._block, request)
         return await handler(self._inject(request, block))
 
-    def _pending(self, messages: Sequence[BaseMessage]) -> list[tuple[BaseMessage, str | None, str, str]]:
-        """The user messages of the last exchange to store, each with its thread, its
-        conversation (the thread, or without one the key :func:`_conversation_key` makes) and
-        its words with those said before it (:func:`_words_key`)."""
+    def _pending(self, messages: Sequence[BaseMessage]) -> list[tuple[BaseMessage, str | None, str]]:
+        """The user messages of the last exchange to store, each with its thread and its
+        conversation (the thread, or without one the key :func:`_conversation_key` makes)."""
         humans, _ = _exchange(messages)
         said = [h for h in humans if h.text.strip() and not _from_middleware(h)]
         if self.user is None:
@@ -433,12 +424,9 @@ class MemoryBankMiddleware(AgentMiddleware[MemoryBankState, Any]):
             # failed) may be another user's in a shared thread, so only this call's is stored.
             said = said[-1:]
         thread = _thread_id()
-        pending: list[tuple[BaseMessage, str | None, str, str]] = []
-        for h in said:
-            before = _said_before(messages, h)
-            conversation = thread if thread is not None else _conversation_key(before, h.text)
-            pending.append((h, thread, conversation, _words_key(before, h.text)))
-        return pending
+        if thread is not None:
+            return [(h, thread, thread) for h in said]
+        return [(h, None, _conversation_key(_said_before(messages, h), h.text)) for h in said]
 
     def before_agent(self, state: MemoryBankState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Store the run's user messages before the model is asked: a model call that fails, a
@@ -453,10 +441,10 @@ class MemoryBankMiddleware(AgentMiddleware[MemoryBankState, Any]):
         bank, user = self.resolve_bank(runtime), self.resolve_user(runtime)
         stored: list[list[Any]] = []
         memory = None
-        for human, thread, said, words in pending:
+        for human, thread, said in pending:
             try:
-                memory = self._retried(bank, user, human, thread, words) or self._store(
-                    bank, user, human, "", thread, said, words, early=True
+                memory = self._retried(bank, user, human, thread) or self._store(
+                    bank, user, human, "", thread, said, early=True
                 )
             except MemoryDeletedError as e:  # a replay or regeneration of a turn the user deleted
                 logger.info("turn %s was deleted on %s; not stored again", e.memory_id, e.deleted_on)
@@ -484,8 +472,7 @@ class MemoryBankMiddleware(AgentMiddleware[MemoryBankState, Any]):
         if not pending:  # summarised away during the run: the messages its start stored
             stored: list[list[Any]] = list(state.get(_STORED) or [])  # type: ignore[call-overload]
             pending = [
-                (HumanMessage(content=text, id=mid), thread, said, "")
-                for mid, text, thread, said, _ in stored
+                (HumanMessage(content=text, id=mid), thread, said) for mid, text, thread, said, _ in stored
             ]
         if not pending:
             logger.debug("no user message to store")
@@ -500,14 +487,14 @@ class MemoryBankMiddleware(AgentMiddleware[MemoryBankState, Any]):
         # thread-less conversation's key may have changed since: a summary folded its messages)
         started = {(r[0], r[1]): r for r in state.get(_STORED) or []}  # type: ignore[attr-defined]
         memory = None
-        for human, thread, said, words in pending:
+        for human, thread, said in pending:
             last = human is pending[-1][0]
             response = reply if last else ""
             try:
                 record = started.get((human.id, human.text))
                 memory = (
                     self._finish(bank, user, record[4], human, response) if record else None
-                ) or self._store(bank, user, human, response, thread, record[3] if record else said, words)
+                ) or self._store(bank, user, human, response, thread, record[3] if record else said)
             except MemoryDeletedError as e:  # a replay or regeneration of a turn the user deleted
                 logger.info("turn %s was deleted on %s; not stored again", e.memory_id, e.deleted_on)
             except InvalidInputError as e:  # (the message was stored before the model was asked)
@@ -517,26 +504,20 @@ class MemoryBankMiddleware(AgentMiddleware[MemoryBankState, Any]):
         return None
 
     @staticmethod
-    def _retried(
-        bank: MemoryBank, user: str, human: BaseMessage, thread: str | None, words: str
-    ) -> Memory | None:
-        """The turn an earlier run of this very message stored, when the message comes again
-        under another id (an app that sends messages without ids: LangGraph gives each run new
-        ones): the user's latest turn of today, with the same words, in the same thread (or
-        thread-less too), as this middleware wrote it: without a reply (the run failed), or
-        with one after the same earlier user messages (``words``: the app regenerates the
-        answer, as a chat window's retry button does). ``None`` otherwise."""
+    def _retried(bank: MemoryBank, user: str, human: BaseMessage, thread: str | None) -> Memory | None:
+        """The reply-less turn a failed run of this very message stored, when the message comes
+        again under another id (an app that sends messages without ids: LangGraph gives each
+        run new ones): the user's latest turn of today, with the same words and no reply, as
+        this middleware wrote it, in the same thread (or thread-less too). ``None`` otherwise."""
         memory_id = turn_memory_id(human)
         rec = bank.find_user(user)
         if rec is None or memory_id is None or bank.storage.memories_by_ids(rec.id, [memory_id]):
             return None
         last = bank.storage.last_turn(rec.id, bank.clock().date().isoformat())
-        if last is None or last.query != human.text or not str(last.memory_id).startswith("lc:"):
+        if last is None or last.query != human.text or last.response:
             return None
-        if last.extra.get(_WRITTEN) != _digest(human.text, last.response or ""):
-            return None  # not as this middleware wrote it (an edit in a memory view stays)
-        if last.response and last.extra.get(_WORDS) != words:
-            return None  # said again after other words: a new message
+        if last.extra.get(_WRITTEN) != _digest(human.text, "") or not str(last.memory_id).startswith("lc:"):
+            return None
         stored_in = last.extra.get(_THREAD)
         same = stored_in == thread if thread is not None else str(stored_in or "").startswith("said:")
         return last if same else None
@@ -554,16 +535,8 @@ class MemoryBankMiddleware(AgentMiddleware[MemoryBankState, Any]):
         memory = found[0]
         if memory.response == response or (not response and memory.response):
             return memory  # done already (a replay), or an earlier message keeps its reply
-        if memory.extra.get(_WRITTEN) != _digest(human.text, memory.response or ""):
-            return None  # edited since: the usual rules
-        if memory.response:  # answered before: regenerated, the turn takes the new answer
-            return bank.update_memory(
-                user,
-                memory.memory_id,
-                text=human.text,
-                response=response,
-                extra={**memory.extra, _WRITTEN: _digest(human.text, response)},
-            )
+        if memory.response or memory.extra.get(_WRITTEN) != _digest(human.text, ""):
+            return None  # answered before (a regeneration) or edited since: the usual rules
         return bank.complete_turn(
             user, memory.memory_id, response, extra={**memory.extra, _WRITTEN: _digest(human.text, response)}
         )
@@ -576,7 +549,6 @@ class MemoryBankMiddleware(AgentMiddleware[MemoryBankState, Any]):
         response: str,
         thread: str | None,
         said: str,
-        words: str = "",
         *,
         early: bool = False,
     ) -> Memory | None:
@@ -592,10 +564,9 @@ class MemoryBankMiddleware(AgentMiddleware[MemoryBankState, Any]):
         without either (by an earlier version) is this message, as it was then. An earlier
         message of the exchange (``response`` empty) never empties a reply stored with it.
         ``said``: the thread, or the conversation's key (see :meth:`_pending`). ``early``: the
-        message before its reply; ``None`` where it is left to the end of the run. ``words``:
-        what :data:`_WORDS` records (see :func:`_words_key`)."""
+        message before its reply; ``None`` where it is left to the end of the run."""
         memory_id = turn_memory_id(human)
-        stamp = {_WRITTEN: _digest(human.text, response), _THREAD: said, **({_WORDS: words} if words else {})}
+        stamp = {_WRITTEN: _digest(human.text, response), _THREAD: said}
         if memory_id is None:  # a message without an id: stored as it comes
             return bank.add_turn(user, human.text, response, extra=stamp)
         stamp[REPLAY_OF] = memory_id

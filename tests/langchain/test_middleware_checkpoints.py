@@ -568,31 +568,6 @@ def test_a_retried_message_without_ids_is_stored_once_and_not_shown_itself(bank:
     assert "Anna" not in model.system_texts()[-1]
 
 
-def test_a_regenerated_answer_without_ids_replaces_the_answer_it_regenerates(bank: MemoryBank) -> None:
-    """A chat window's retry button sends the same history again: an app that sends messages
-    without ids (dicts, as a chat UI keeps them) got new ids from LangGraph, and every retry
-    stored the message again with its new answer, each copy in the next retry's memories. The
-    user's latest turn of the day, with the same words after the same earlier user messages,
-    now takes the new answer; the same words after other words are a new turn."""
-    model = recording_model("Hiking is great!", "Hiking is wonderful!", "Lisbon, nice.", "Lisbon, lovely.", "Yes.", "Indeed.")
-    agent = create_agent(model, middleware=[MemoryBankMiddleware(bank, "Emily")])
-    hiking = {"role": "user", "content": "I love hiking in the mountains."}
-    lisbon = {"role": "user", "content": "My sister lives in Lisbon."}
-    answered = {"role": "assistant", "content": "Hiking is wonderful!"}
-    agent.invoke({"messages": [hiking]})
-    agent.invoke({"messages": [hiking]})  # retry
-    agent.invoke({"messages": [hiking, answered, lisbon]})
-    agent.invoke({"messages": [hiking, answered, lisbon]})  # retry
-    assert "Lisbon, nice." not in model.system_texts()[-1]  # not its own first answer as a memory
-    again = [hiking, answered, lisbon, {"role": "assistant", "content": "Lisbon, lovely."}, lisbon]
-    agent.invoke({"messages": again})  # said again, after other words: a new message
-    assert [(t.query, t.response) for t in bank.history("Emily")] == [
-        ("I love hiking in the mountains.", "Hiking is wonderful!"),
-        ("My sister lives in Lisbon.", "Lisbon, lovely."),
-        ("My sister lives in Lisbon.", "Yes."),
-    ]
-
-
 def test_a_thread_less_message_summarised_during_its_run_is_stored_once(bank: MemoryBank) -> None:
     """The run's start keyed the conversation by its earlier messages; a summary folded them away
     and the end of the run took the message for another conversation's, storing it again."""
