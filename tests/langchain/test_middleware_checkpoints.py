@@ -568,6 +568,20 @@ def test_a_retried_message_without_ids_is_stored_once_and_not_shown_itself(bank:
     assert "Anna" not in model.system_texts()[-1]
 
 
+def test_the_same_words_sent_alone_twice_are_two_turns(bank: MemoryBank) -> None:
+    """An app that sends each message alone (the memory is the bank's): "Yes", answered, then
+    "Yes" to the next question is a second turn, not a retry of the first (whose reply a match
+    by words would lose)."""
+    model = recording_model("Shall we plan the trip?", "Then let us book it.")
+    agent = create_agent(model, middleware=[MemoryBankMiddleware(bank, "Emily")])
+    for _ in range(2):
+        agent.invoke({"messages": [{"role": "user", "content": "Yes"}]})
+    assert [(t.query, t.response) for t in bank.history("Emily")] == [
+        ("Yes", "Shall we plan the trip?"),
+        ("Yes", "Then let us book it."),
+    ]
+
+
 def test_a_thread_less_message_summarised_during_its_run_is_stored_once(bank: MemoryBank) -> None:
     """The run's start keyed the conversation by its earlier messages; a summary folded them away
     and the end of the run took the message for another conversation's, storing it again."""
