@@ -181,6 +181,10 @@ def _opened_backup(path: Path) -> Iterator[SQLiteStorage]:
             "are in the log beside it); make a backup of that store with 'memorybank backup' and "
             "restore that"
         )
+    if path.stat().st_size == 0:
+        raise StoreError(
+            f"{str(path)!r} is not a usable backup: it is empty (0 bytes); give a file 'memorybank backup' wrote"
+        )
     _sweep(Path(tempfile.gettempdir()), "mb-restore-")
     with tempfile.TemporaryDirectory(prefix=_private("mb-restore-")) as work:
         shutil.copyfile(path, Path(work) / DB_FILENAME)

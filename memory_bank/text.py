@@ -419,9 +419,12 @@ _RELATIVE = {
     "大前天": 3,
 }
 #: (前 ending 目前, 以前, 之前, 提前, 当前... does not begin 前天: "我目前天天加班" is "these days I
-#: work late every day"; nor does 今 ending 如今 begin 今天: "如今天气" is "the weather nowadays".)
+#: work late every day"; nor does 今 ending 如今 begin 今天: "如今天气" is "the weather nowadays".
+#: 从前天 stays "since the day before yesterday", and 比如今天 / 假如今天 "for example / if today".)
 _RELATIVE_RE = re.compile(
-    r"day before yesterday|yesterday|today|大前天|(?<![目以之提事当當眼从從先])前天|昨天|(?<!如)今天", re.I
+    r"day before yesterday|yesterday|today|大前天|(?<![目以之提事当當眼先])前天|昨天"
+    r"|(?<!^如)(?<![^比假例譬]如)今天",
+    re.I,
 )
 
 

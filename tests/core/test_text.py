@@ -221,6 +221,10 @@ def test_days_counted_back_from_the_first_day_of_year_one_are_left_out(phrase: s
         ("我前天去了公园", ["2024-02-28"]),
         ("前天天气很好", ["2024-02-28"]),  # 前天 + 天气: the day before yesterday
         ("今天天气很好", ["2024-03-01"]),
+        ("我从前天开始咳嗽", ["2024-02-28"]),  # 从 + 前天: since the day before yesterday
+        ("比如今天我很累", ["2024-03-01"]),  # 比如 + 今天: for example today
+        ("假如今天下雨呢", ["2024-03-01"]),
+        ("我如今天天加班", []),
     ],
 )
 def test_chinese_words_ending_in_qian_or_jin_name_no_day(text: str, days: list[str]) -> None:

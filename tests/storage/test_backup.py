@@ -86,8 +86,9 @@ def test_a_damaged_backup_is_refused(tmp_path, capsys) -> None:  # type: ignore[
     assert "damaged" in capsys.readouterr().err
     assert not (tmp_path / "r" / DB_FILENAME).exists()
     (tmp_path / "empty.mbk").write_bytes(b"")
-    with pytest.raises(Exception, match="0 bytes"):
+    with pytest.raises(Exception, match="0 bytes") as refused:
         restore_backup(tmp_path / "empty.mbk", tmp_path / "r2")
+    assert "'memorybank backup' wrote" in str(refused.value) and "restore-backup" not in str(refused.value)
 
 
 def test_a_file_that_is_no_backup_is_refused_in_words_about_that_file(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
