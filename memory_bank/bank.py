@@ -648,10 +648,10 @@ class MemoryBank:
         self._writing_encoder()  # an encoder that cannot load leaves no empty user behind
         rec = self.user(user, create=True)
         if at is None if in_order is None else in_order:
-            latest = self.storage.last_turn_day(rec.id)
-            ahead = (dt.date.fromisoformat(latest) - when.date()).days if latest is not None else 0
-            if latest is not None and 0 < ahead <= _CLOCK_BACK_DAYS:  # (further: a date imported, not said)
-                day, when = latest, when + dt.timedelta(days=ahead)
+            ahead = (self._turn_day(rec, when.date()) - when.date()).days
+            if ahead:
+                when += dt.timedelta(days=ahead)
+                day = when.date().isoformat()
         used = self._with_rowids(rec, recalled)
         report = self._daily_forget(rec, _as_date(None, self.clock), keep=used)
         context = None if standalone else _context_of(self.storage.last_turn(rec.id, day))
@@ -688,6 +688,21 @@ class MemoryBank:
             self.cold.revived(rec.id, before, day, [m.rowid or 0 for m in cold])
         _note_recall(used, day)
         return memory
+
+    def turn_day(self, user: str, now: When = None) -> dt.date:
+        """The day a turn ``user`` says at ``now`` (default: the clock's) is dated with
+        ``add_turn(in_order=True)``: that day, or the user's latest turn's day when the clock
+        went back and that is at most two days ahead (see :meth:`add_turn`)."""
+        day = _as_date(now, self.clock)
+        rec = self.find_user(user)
+        return day if rec is None else self._turn_day(rec, day)
+
+    def _turn_day(self, rec: UserRecord, day: dt.date) -> dt.date:
+        latest = self.storage.last_turn_day(rec.id)
+        if latest is None:
+            return day
+        ahead = (dt.date.fromisoformat(latest) - day).days
+        return dt.date.fromisoformat(latest) if 0 < ahead <= _CLOCK_BACK_DAYS else day  # (further: imported)
 
     def _with_rowids(self, rec: UserRecord, memories: Sequence[Memory]) -> list[Memory]:
         """``memories`` as the user has them now, with their rowids, looked up by id (one

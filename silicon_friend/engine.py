@@ -615,6 +615,8 @@ class SiliconFriend:
         if not self.bank.has_user(session.user):
             raise InvalidInputError(reason("nothing_to_summarise", user=repr(session.user)))
         now = self.clock()
+        shift = (self.bank.turn_day(session.user, now) - now.date()).days  # a clock that went back
+        now += dt.timedelta(days=shift)
         today = now.date().isoformat()
         has_today = bool(self.bank.history(session.user, date=today))
         total = len(self.summarizer.due_days(session.user, now)) + 1 + (2 if has_today else 0)

@@ -545,3 +545,20 @@ def test_a_clock_that_went_back_a_day_keeps_the_last_message_last(engine: Silico
     # A turn given an earlier time on purpose (a replayed history) keeps it.
     engine.bank.add_turn("Kai", "An old diary entry.", "", at="2023-01-05T10:00")
     assert engine.bank.history("Kai")[0].query == "An old diary entry."
+
+
+def test_summarize_now_after_the_clock_went_back_includes_the_conversation(make_engine, bank, clock) -> None:  # type: ignore[no-untyped-def]
+    """The turns said after the clock went back are dated the latest turn's day, a day after
+    the clock's: "Summarize now" summarised the clock's today and left them out."""
+    from memory_bank.summaries import Summarizer
+
+    model = EchoChatModel(reply="The user adopted a cat called Miso.")
+    engine = make_engine(model, summarizer=Summarizer(bank, model, "en", sleep=lambda _s: None))
+    session = engine.start("Kai")
+    engine.reply(session, "I adopted a cat called Miso.")
+    clock.advance(hours=-26)
+    engine.reply(session, "She sleeps on my keyboard.")
+    engine.summarize(session)
+    day = bank.history("Kai")[-1].date
+    layer = bank.layer("Kai", MemoryKind.DAILY_SUMMARY, day)
+    assert day == "2023-05-01" and layer is not None and layer.text and not layer.stale
