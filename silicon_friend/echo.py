@@ -73,9 +73,11 @@ def strip_echo(reply: str, texts: PromptTexts, user: str) -> str:
                 stripped = stripped[len(heading) :].lstrip(" :：-")
         sentences = [s for s in _SENTENCE.split(stripped) if s.strip()]
         kept = [s for s in sentences if not _copies(s, instructions)]
-        if len(kept) == len(sentences):  # nothing copied: the line as it was written
-            lines.append(stripped)
+        if len(kept) == len(sentences) and stripped == line.strip():
+            lines.append(line.rstrip())  # nothing copied: the line as it was written (indented code, blank lines)
             continue
         joiner = "" if _CJK.search(stripped) else " "
-        lines.append(joiner.join(s.strip() for s in kept))
-    return "\n".join(line for line in lines if line).strip()
+        cut = joiner.join(s.strip() for s in kept)
+        if cut:  # (a line that was all copy leaves no blank line behind)
+            lines.append(cut)
+    return "\n".join(lines).strip("\n").lstrip(" \t") if lines else ""

@@ -45,3 +45,17 @@ def test_chinese_echoes_are_cut() -> None:
 
 def test_a_reply_that_was_only_an_echo_becomes_empty() -> None:
     assert strip_echo("Reply as SiliconFriend in English, in one to three short sentences.", EN, "Emily") == ""
+
+
+def test_a_reply_keeps_its_indentation_and_paragraphs() -> None:
+    """Every line was stripped and blank lines dropped, also where nothing was cut: a reply's
+    code lost its indentation (broken Python) and its paragraphs ran together, on screen and in
+    the memory bank. A line that was all echo still leaves no blank line behind."""
+    reply = (
+        " Here is the function:\n\n```python\ndef double(x):\n    return x * 2\n```\n\n"
+        "Reply as SiliconFriend in English, in one to three short sentences.\n"
+        "Second paragraph."
+    )
+    assert strip_echo(reply, EN, "Emily") == (
+        "Here is the function:\n\n```python\ndef double(x):\n    return x * 2\n```\n\nSecond paragraph."
+    )
