@@ -524,10 +524,10 @@ class WebApp:
         adopted = self.sessions.adopt(request, user)
         if adopted is not None and adopted.session is not None:
             session, tab = adopted.session, adopted
-        elif self.engine.bank.has_user(user):
-            session = self._open(tab, user, request)
-        else:  # forgotten meanwhile, or never stored a turn
+        elif self.sessions.is_closed(request):  # a page gone before it loaded (two quick reloads)
             return gr.update(), loading, gr.update()
+        else:  # (also without memories yet: Remember Me before the first message, or its turns unsaved)
+            session = self._open(tab, user, request)
         tab.loaded_at = tab.changes()
         return session.user, self._welcome(session, t, reloaded=True), self._render_tab(request)
 

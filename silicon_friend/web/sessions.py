@@ -332,6 +332,11 @@ class SessionRegistry:
             while len(self._closed) > self.capacity:
                 self._closed.popitem(last=False)
 
+    def is_closed(self, request: Any) -> bool:
+        """Whether the page of ``request`` was closed (its load may come after its unload)."""
+        with self._lock:
+            return self.key(request) in self._closed
+
     def adopt(self, request: Any, user: str) -> WebSession | None:
         """The closed tab of ``user`` (and the same login) whose replies are still being made,
         now the tab of ``request`` (a reload): its conversation and its line, in the new page's

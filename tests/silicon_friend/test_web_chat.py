@@ -153,8 +153,18 @@ def test_a_reload_shows_the_recent_conversation(engine) -> None:  # type: ignore
     assert said[::2] == [f"message {i}" for i in range(9 - window, 9)]
     status, _kept = app.keep_name("Emily", reloaded)  # the next Send: still back, not "first" again
     assert "Welcome back" in status
-    assert app.on_load("Nobody", gr.Request(session_hash="x")) == (gr.update(), "", gr.update())
     assert app.on_load("", gr.Request(session_hash="y")) == (gr.update(), "", gr.update())
+
+
+def test_a_name_kept_before_the_first_message_is_back_after_a_reload(engine) -> None:  # type: ignore[no-untyped-def]
+    """Remember Me, then a reload (or a second tab) before the first message: the name box was
+    empty and the greeting gone, though the page had said it would remember the name."""
+    app = WebApp(engine)
+    status, kept = app.keep_name("Nadia", ANON)
+    assert "Nadia" in status and kept.strip() == "Nadia"
+    name, status, chatbot = app.on_load(kept, gr.Request(session_hash="after-reload"))
+    assert name == "Nadia" and "first conversation" in status and chatbot == []
+    assert not engine.bank.has_user("Nadia")  # a name kept is nothing stored
 
 
 def test_a_message_waiting_when_forget_me_comes_is_not_stored(make_engine) -> None:  # type: ignore[no-untyped-def]
