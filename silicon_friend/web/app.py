@@ -72,6 +72,9 @@ NAME_SECRET = "web_name_secret"
 CSS = (
     "#sf-chatbot {min-height: 420px} #sf-memory-table th {white-space: nowrap; word-break: keep-all}"
     " #sf-temporary-banner {border-left: 4px solid #7c3aed; padding-left: 8px}"
+    # On a phone the language switch goes under the title, which was broken mid-word beside it.
+    " #sf-header h1 {overflow-wrap: normal; word-break: keep-all}"
+    " @media (max-width: 640px) {#sf-top {flex-wrap: wrap} #sf-top > :first-child {min-width: 100% !important}}"
 )
 
 
@@ -1028,8 +1031,11 @@ class WebApp:
         chat_limit: dict[str, Any] = {"concurrency_limit": None}
         with gr.Blocks(title="SiliconFriend", analytics_enabled=False) as demo:
             remembered = gr.BrowserState("", storage_key="siliconfriend-name", secret=self._name_secret())
-            with gr.Row():
-                tr.add(gr.Markdown(f"# {t.title}\n{t.intro}"), value=lambda t: f"# {t.title}\n{t.intro}")
+            with gr.Row(elem_id="sf-top"):
+                tr.add(
+                    gr.Markdown(f"# {t.title}\n{t.intro}", elem_id="sf-header"),
+                    value=lambda t: f"# {t.title}\n{t.intro}",
+                )
                 language = tr.add(
                     gr.Radio(
                         choices=[(label, code) for label, code in LANGUAGES],

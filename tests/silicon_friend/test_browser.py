@@ -224,6 +224,26 @@ def test_two_logins_sign_in_and_chat_through_the_guard(browser, served) -> None:
     }
 
 
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_page_fits_a_phone(browser, served, language: str) -> None:  # type: ignore[no-untyped-def]
+    """On a phone (390x844) the title "SiliconFriend" was broken mid-word ("SiliconFr" / "iend")
+    by the language switch beside it; the switch now goes under it. Nothing scrolls sideways."""
+    url, _ = served(language)
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    page = context.new_page()
+    page.goto(url, wait_until="load")
+    page.wait_for_selector("#sf-header h1", timeout=30_000)
+    lines = page.evaluate(
+        """() => { const r = document.createRange();
+        r.selectNodeContents(document.querySelector('#sf-header h1'));
+        return new Set([...r.getClientRects()].map(x => Math.round(x.top))).size; }"""
+    )
+    widths = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+    page.screenshot(path=str(artifacts() / f"browser_phone_{language}.png"))
+    assert lines == 1 and widths[0] <= widths[1], (lines, widths)
+    context.close()
+
+
 @pytest.mark.integration
 def test_make_run_serves_the_offline_default_model(browser, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """What `make run` starts (`silicon-friend web`, packaged SmolLM2), driven by the browser."""
