@@ -485,16 +485,7 @@ class SQLStorage(Storage):
 
         def run(c: Cursor) -> None:
             self._lock_name(c, name)
-            c.execute(
-                f"INSERT INTO users({self._new_user_columns}) VALUES ({self._new_user_values}) "
-                "ON CONFLICT (name) DO NOTHING",
-                (
-                    *self._new_user_id(c),
-                    name,
-                    json.dumps(self._new_user_extra(c, extra or {}), ensure_ascii=False),
-                    self._meta_int(c, EPOCH_BASE),
-                ),
-            )
+            self._insert_user(c, name, self._new_user_extra(c, extra or {}), "ON CONFLICT (name) DO NOTHING")
 
         self._write(run)
         user = self.get_user(name)
@@ -590,15 +581,7 @@ class SQLStorage(Storage):
                 c.execute("DELETE FROM users WHERE id = ?", (int(old[0]),))
             else:
                 new_extra = self._new_user_extra(c, new_extra)
-            row = c.execute(
-                f"INSERT INTO users({self._new_user_columns}) VALUES ({self._new_user_values}) RETURNING id",
-                (
-                    *self._new_user_id(c),
-                    name,
-                    json.dumps(new_extra, ensure_ascii=False),
-                    self._meta_int(c, EPOCH_BASE),
-                ),
-            ).fetchone()
+            row = self._insert_user(c, name, new_extra, "RETURNING id").fetchone()
             user_id = int(row[0])
             if old is not None:
                 c.execute("UPDATE deleted_ids SET user_id = ? WHERE user_id = ?", (user_id, int(old[0])))
@@ -663,25 +646,21 @@ class SQLStorage(Storage):
             cls._raise_meta(c, EPOCH_BASE, int(row[0]) + 1)
             cls._raise_meta(c, USER_ID_BASE, user_id)
 
-    #: Whether a new user's id is given by :meth:`_new_user_id` (a store whose ids could come
-    #: back, see :data:`USER_ID_BASE`) or by the table's own sequence.
+    #: Whether :meth:`_insert_user` gives a new user's id (a store whose ids could come back,
+    #: see :data:`USER_ID_BASE`) or the table's own sequence does.
     USER_IDS_GIVEN: ClassVar[bool] = True
 
-    @property
-    def _new_user_columns(self) -> str:
-        return ("id, " if self.USER_IDS_GIVEN else "") + "name, extra, epoch"
-
-    @property
-    def _new_user_values(self) -> str:
-        return ("?, " if self.USER_IDS_GIVEN else "") + "?, ?, ?"
-
-    def _new_user_id(self, c: Cursor) -> tuple[int, ...]:
-        """The id for a user created now, above every user's there is or was (empty where the
-        table's sequence gives it: see :data:`USER_IDS_GIVEN`)."""
-        if not self.USER_IDS_GIVEN:
-            return ()
-        top = c.execute("SELECT MAX(id) FROM users").fetchone()
-        return (max(int(top[0] or 0) if top else 0, self._meta_int(c, USER_ID_BASE)) + 1,)
+    def _insert_user(self, c: Cursor, name: str, extra: dict[str, Any], tail: str) -> Any:
+        """``INSERT`` the user ``name`` (SQL ``tail`` after it), above every deleted user's epoch
+        and, where this gives the id, above every user's id there is or was."""
+        columns = ["name", "extra", "epoch"]
+        values: list[Any] = [name, json.dumps(extra, ensure_ascii=False), self._meta_int(c, EPOCH_BASE)]
+        if self.USER_IDS_GIVEN:
+            top = c.execute("SELECT MAX(id) FROM users").fetchone()
+            columns.insert(0, "id")
+            values.insert(0, max(int(top[0] or 0) if top else 0, self._meta_int(c, USER_ID_BASE)) + 1)
+        marks = ", ".join("?" * len(values))
+        return c.execute(f"INSERT INTO users({', '.join(columns)}) VALUES ({marks}) {tail}", values)
 
     @staticmethod
     def _meta_int(c: Cursor, key: str) -> int:

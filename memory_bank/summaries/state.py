@@ -66,8 +66,8 @@ class DayTurns(Mapping[str, list[Memory]]):
 
     def __init__(self, bank: MemoryBank, user: str) -> None:
         self._bank = bank
-        self.user_id = self._user_id = bank.user(user).id  # the record read: see Summarizer
-        self._days = bank.storage.turn_days(self._user_id)
+        self.user_id = bank.user(user).id  # the record read: see Summarizer
+        self._days = bank.storage.turn_days(self.user_id)
         self._known = frozenset(self._days)
         self._loaded: dict[str, list[Memory]] = {}
 
@@ -75,7 +75,7 @@ class DayTurns(Mapping[str, list[Memory]]):
         if day not in self._known:
             raise KeyError(day)
         if day not in self._loaded:
-            self._loaded[day] = day_turns(self._bank, self._user_id, day)
+            self._loaded[day] = day_turns(self._bank, self.user_id, day)
         return self._loaded[day]
 
     def __iter__(self) -> Iterator[str]:
